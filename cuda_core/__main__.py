@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``python -m cuda_core``: report the package, the libraries and the GPUs.
+
+The report itself always exits 0; what could not be found is said in words.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import CUDAError, check
+from cuda_core._loader import (
+    driver_version,
+    ensure_loaded,
+    library_path,
+    load_driver,
+    nvjitlink_version,
+    nvrtc_version,
+    nvvm_version,
+)
+from cuda_core._version import __version__
+
+
+def _fmt_version(v):
+    return ".".join(str(x) for x in v)
+
+
+def _library_lines():
+    lines = []
+    probes = (
+        ("NVRTC", "nvrtc", nvrtc_version),
+        ("nvJitLink", "nvjitlink", nvjitlink_version),
+        ("libNVVM", "nvvm", nvvm_version),
+    )
+    for label, name, version in probes:
+        try:
+            ensure_loaded(name)
+            lines.append(f"  {label:<10} {_fmt_version(version())}  {library_path(name)}")
+        except CUDAError as exc:
+            first = str(exc).splitlines()[0]
+            lines.append(f"  {label:<10} not found: {first}")
+    return lines
+
+
+def _gpu_lines():
+    try:
+        load_driver()
+    except CUDAError as exc:
+        return [f"  no CUDA driver found: {exc}"], None
+    v = driver_version()
+    head = f"  driver     CUDA {v // 1000}.{(v % 1000) // 10}  {library_path('driver')}"
+    status = lib.cuInit(0)
+    if status:
+        try:
+            check(status)
+        except CUDAError as exc:
+            return [head, f"  no usable GPU: {exc}"], v
+    count = ffi.new("int *")
+    check(lib.cuDeviceGetCount(count))
+    lines = [head, f"  GPUs       {count[0]}"]
+    name = ffi.new("char[256]")
+    attr = ffi.new("int *")
+    total = ffi.new("size_t *")
+    for i in range(count[0]):
+        check(lib.cuDeviceGetName(name, 256, i))
+        check(lib.cuDeviceGetAttribute(attr, lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, i))
+        major = attr[0]
+        check(lib.cuDeviceGetAttribute(attr, lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, i))
+        minor = attr[0]
+        check(lib.cuDeviceTotalMem(total, i))
+        lines.append(
+            f"  [{i}] {ffi.string(name).decode()}  compute capability {major}.{minor}  "
+            f"{total[0] / 2**30:.1f} GiB"
+        )
+    return lines, v
+
+
+def report():
+    """Return the diagnosis report as a string."""
+    impl = platform.python_implementation()
+    out = [
+        f"cuda_core {__version__}",
+        f"Python     {impl} {platform.python_version()} ({sys.executable})",
+        "Libraries:",
+    ]
+    out.extend(_library_lines())
+    out.append("CUDA driver and GPUs:")
+    gpu, _ = _gpu_lines()
+    out.extend(gpu)
+    return "\n".join(out)
+
+
+def main():
+    """Print the report; exit status 0 whatever was (not) found."""
+    print(report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

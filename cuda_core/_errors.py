@@ -1,0 +1,321 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one error-translation layer: library status codes become exceptions.
+
+Every call into the CUDA driver, NVRTC, nvJitLink or libNVVM goes through one
+of the ``check*`` functions here; nothing else in the package compares status
+codes.  Failures raise :class:`CUDAError` or one of its subclasses, carrying
+the status name, its description and, for compilers and linkers, the log.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from cuda_core._cuda_ffi import ffi, lib
+
+__all__ = [
+    "CUDAError",
+    "CUDAWarning",
+    "LibraryNotFoundError",
+    "NVJitLinkError",
+    "NVRTCError",
+    "NVVMError",
+    "check",
+    "check_nvjitlink",
+    "check_nvrtc",
+    "check_nvvm",
+    "driver_error",
+    "warn_cuda",
+]
+
+
+class CUDAError(Exception):
+    """A failure reported by the CUDA driver (or raised on its behalf).
+
+    Attributes
+    ----------
+    code : int or None
+        The numeric status, when the failure came from a library call.
+    name : str or None
+        The status name, e.g. ``"CUDA_ERROR_INVALID_VALUE"``.
+    log : str or None
+        The compiler or linker log, for the subclasses that have one.
+    """
+
+    def __init__(self, message, *, code=None, name=None, log=None):
+        super().__init__(message)
+        self.code = code
+        self.name = name
+        self.log = log
+
+
+class NVRTCError(CUDAError):
+    """A failure reported by NVRTC; the message includes the compilation log."""
+
+
+class NVVMError(CUDAError):
+    """A failure reported by libNVVM; the message includes the program log."""
+
+
+class NVJitLinkError(CUDAError):
+    """A failure reported by nvJitLink; the message includes the error log."""
+
+
+class LibraryNotFoundError(CUDAError):
+    """A CUDA library (driver, NVRTC, nvJitLink, libNVVM) could not be loaded.
+
+    The message lists every place that was searched and how to fix it.
+    """
+
+
+class CUDAWarning(RuntimeWarning):
+    """A CUDA failure that cannot be raised (finalizers, callbacks, cleanup)."""
+
+
+# Short descriptions used when the driver itself cannot describe a status
+# (it is not loaded, or it does not know the code).
+_DRIVER_DESCRIPTIONS = {
+    0: "no error",
+    1: "invalid argument",
+    2: "out of memory",
+    3: "initialization error",
+    4: "driver shutting down",
+    34: "CUDA driver is a stub library",
+    35: "CUDA driver version is insufficient for CUDA runtime version",
+    36: "API call requires a newer CUDA driver",
+    46: "CUDA-capable device(s) is/are busy or unavailable",
+    100: "no CUDA-capable device is detected",
+    101: "invalid device ordinal",
+    200: "device kernel image is invalid",
+    201: "invalid device context",
+    209: "no kernel image is available for execution on the device",
+    218: "a PTX JIT compilation failed",
+    222: "the provided PTX was compiled with an unsupported toolchain",
+    300: "device kernel image is invalid",
+    301: "file not found",
+    400: "invalid resource handle",
+    401: "the operation cannot be performed in the present state",
+    500: "named symbol not found",
+    600: "device not ready",
+    700: "an illegal memory access was encountered",
+    701: "too many resources requested for launch",
+    702: "the launch timed out and was terminated",
+    709: "context is destroyed",
+    710: "device-side assert triggered",
+    715: "an illegal instruction was encountered",
+    716: "misaligned address",
+    719: "unspecified launch failure",
+    720: "too many blocks in cooperative launch",
+    800: "operation not permitted",
+    801: "operation not supported",
+    900: "operation not permitted when stream is capturing",
+    901: "operation failed due to a previous error during capture",
+    909: "timeout occurred",
+    910: "the graph update was not performed because it included changes which "
+    "violated constraints specific to instantiated graph update",
+    912: "invalid cluster size",
+    999: "unknown error",
+}
+
+_NVJITLINK_DESCRIPTIONS = {
+    0: "success",
+    1: "unrecognized option",
+    2: "missing -arch option",
+    3: "invalid input",
+    4: "PTX compilation failed",
+    5: "NVVM compilation failed",
+    6: "internal error",
+    7: "thread pool error",
+    8: "unrecognized input",
+    9: "finalizer error",
+    10: "null input",
+    11: "incompatible options",
+    12: "incorrect input type",
+    13: "architecture mismatch",
+    14: "the library is older than its input",
+    15: "missing fatbin",
+    16: "unrecognized -arch value",
+    17: "unsupported -arch value",
+    18: "requires -lto",
+}
+
+
+def _enum_name(ctype, status, fallback):
+    name = ffi.typeof(ctype).elements.get(status)
+    return name if name is not None else f"{fallback}({status})"
+
+
+def _driver_name_and_text(status):
+    """Return the driver's name and description for ``status``."""
+    name = text = None
+    if lib.cc_library_state(lib.CC_LIB_DRIVER) == 1:
+        out = ffi.new("const char **")
+        if lib.cuGetErrorName(status, out) == 0 and out[0] != ffi.NULL:
+            name = ffi.string(out[0]).decode()
+        if lib.cuGetErrorString(status, out) == 0 and out[0] != ffi.NULL:
+            text = ffi.string(out[0]).decode()
+    if name is None:
+        name = _enum_name("CUresult", status, "CUDA_ERROR_UNKNOWN_CODE")
+    if text is None:
+        text = _DRIVER_DESCRIPTIONS.get(status, "unrecognized status code")
+    return name, text
+
+
+def _missing_symbol_message(status):
+    version = ffi.new("int *")
+    c_name = lib.cc_take_missing(version)
+    if c_name == ffi.NULL:
+        return None
+    api = ffi.string(c_name).decode()
+    if version[0]:
+        major, minor = divmod(version[0] // 10, 100)
+        return (
+            f"{api} is not available in the installed CUDA driver "
+            f"(it needs a driver for CUDA {major}.{minor} or newer)"
+        )
+    return f"{api} is not exported by the loaded library (it is too old for this API)"
+
+
+def driver_error(status, context=None):
+    """Build the exception for a failed driver status (does not raise it)."""
+    if status == lib.CC_LIB_NOT_LOADED:
+        from cuda_core._loader import driver_not_found_error
+
+        return driver_not_found_error()
+    name, text = _driver_name_and_text(status)
+    missing = _missing_symbol_message(status) if status == 801 else None
+    message = f"{name}: {text}"
+    if missing:
+        message += f" ({missing})"
+    if context:
+        message += f" [{context}]"
+    return CUDAError(message, code=int(status), name=name)
+
+
+def check(status, context=None):
+    """Raise :class:`CUDAError` unless the driver ``status`` is success."""
+    if status:
+        raise driver_error(status, context)
+
+
+def _library_not_loaded(which):
+    from cuda_core._loader import ensure_loaded
+
+    ensure_loaded(which)  # raises LibraryNotFoundError with the search report
+    return CUDAError(f"{which} was not loaded before use")
+
+
+def _read_log(get_size, get_log, handle):
+    """Read a compiler or linker log; a failure to read it raises."""
+    size = ffi.new("size_t *")
+    status = get_size(handle, size)
+    if status:
+        return None, status
+    if size[0] <= 1:
+        return "", 0
+    buf = ffi.new("char[]", size[0])
+    status = get_log(handle, buf)
+    if status:
+        return None, status
+    return ffi.string(buf).decode(errors="replace"), 0
+
+
+def nvrtc_log(prog):
+    """Return the NVRTC program log of ``prog`` (checked)."""
+    text, status = _read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
+    if status:
+        check_nvrtc(status)
+    return text
+
+
+def check_nvrtc(status, prog=None):
+    """Raise :class:`NVRTCError` unless the NVRTC ``status`` is success.
+
+    With ``prog``, the full compilation log is appended to the message.
+    """
+    if not status:
+        return
+    if status == lib.CC_LIB_NOT_LOADED:
+        raise _library_not_loaded("nvrtc")
+    if status == lib.CC_MISSING_SYMBOL:
+        raise NVRTCError(_missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL")
+    name = _enum_name("nvrtcResult", status, "NVRTC_ERROR_UNKNOWN_CODE")
+    c_text = lib.nvrtcGetErrorString(status)
+    text = ffi.string(c_text).decode() if c_text != ffi.NULL else "unknown NVRTC error"
+    log = None
+    message = f"{name}: {text}"
+    if prog is not None:
+        log_text, log_status = _read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
+        if log_status:
+            message += f" (the compilation log could not be read: status {log_status})"
+        else:
+            log = log_text
+            message += f", compilation log:\n\n{log}"
+    raise NVRTCError(message, code=int(status), name=name, log=log)
+
+
+def check_nvjitlink(status, handle=None):
+    """Raise :class:`NVJitLinkError` unless the nvJitLink ``status`` is success.
+
+    With ``handle``, the linker's error log is appended to the message.
+    """
+    if not status:
+        return
+    if status == lib.CC_LIB_NOT_LOADED:
+        raise _library_not_loaded("nvjitlink")
+    if status == lib.CC_MISSING_SYMBOL:
+        raise NVJitLinkError(
+            _missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL"
+        )
+    name = _enum_name("nvJitLinkResult", status, "NVJITLINK_ERROR_UNKNOWN_CODE")
+    text = _NVJITLINK_DESCRIPTIONS.get(status, "unrecognized status code")
+    message = f"{name}: {text}"
+    log = None
+    if handle is not None:
+        log_text, log_status = _read_log(
+            lib.nvJitLinkGetErrorLogSize, lib.nvJitLinkGetErrorLog, handle
+        )
+        if log_status:
+            message += f"\nLinker error log could not be read (status {log_status})"
+        else:
+            log = log_text
+            message += f"\nLinker error log: {log}"
+    raise NVJitLinkError(message, code=int(status), name=name, log=log)
+
+
+def check_nvvm(status, prog=None):
+    """Raise :class:`NVVMError` unless the libNVVM ``status`` is success.
+
+    With ``prog``, the NVVM program log is appended to the message.
+    """
+    if not status:
+        return
+    if status == lib.CC_LIB_NOT_LOADED:
+        raise _library_not_loaded("nvvm")
+    if status == lib.CC_MISSING_SYMBOL:
+        raise NVVMError(_missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL")
+    name = _enum_name("nvvmResult", status, "NVVM_ERROR_UNKNOWN_CODE")
+    c_text = lib.nvvmGetErrorString(status)
+    text = ffi.string(c_text).decode() if c_text != ffi.NULL else "unknown NVVM error"
+    message = f"{name}: {text}"
+    log = None
+    if prog is not None:
+        log_text, log_status = _read_log(lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog)
+        if log_status:
+            message += f"\nNVVM program log could not be read (status {log_status})"
+        else:
+            log = log_text
+            message += f"\nNVVM program log: {log}"
+    raise NVVMError(message, code=int(status), name=name, log=log)
+
+
+def warn_cuda(what, status, stacklevel=2):
+    """Report a failure that cannot be raised (finalizers, callbacks).
+
+    ``CUDA_ERROR_DEINITIALIZED`` (the driver shutting down at exit) is not
+    reported: nothing can be done about it and the memory is gone anyway.
+    """
+    if status in (0, 4):
+        return
+    err = driver_error(status)
+    warnings.warn(f"{what} failed: {err}", CUDAWarning, stacklevel=stacklevel + 1)

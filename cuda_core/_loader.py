@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Find and load the CUDA libraries at their first use.
+
+Search order for NVRTC, nvJitLink and libNVVM, stopping at the first hit:
+
+1. the environment override ``CUDA_CORE_NVRTC_PATH`` /
+   ``CUDA_CORE_NVJITLINK_PATH`` / ``CUDA_CORE_NVVM_PATH`` (a file path; when
+   set, nothing else is tried);
+2. NVIDIA's ``nvidia-*`` wheels in this interpreter's site-packages
+   (``pip install "cuda-core-cffi[cu13]"``);
+3. ``$CUDA_HOME`` and ``$CUDA_PATH``;
+4. ``/usr/local/cuda``;
+5. the system loader (``LD_LIBRARY_PATH``, ``ldconfig``).
+
+The driver (``libcuda.so.1``) comes from the system loader only; it is
+loaded by the extension itself on the first driver call.  ``import
+cuda_core`` needs none of these libraries.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+import threading
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import LibraryNotFoundError
+
+__all__ = [
+    "driver_not_found_error",
+    "driver_version",
+    "ensure_loaded",
+    "libdevice_path",
+    "library_path",
+    "load_driver",
+    "nvjitlink_version",
+    "nvrtc_version",
+    "nvvm_version",
+]
+
+_LOCK = threading.Lock()
+
+# name -> (index in the extension, env var, wheel-relative candidates,
+#          toolkit-relative candidates, system-loader names, pip hint)
+_LIBS = {
+    "nvrtc": (
+        lib.CC_LIB_NVRTC,
+        "CUDA_CORE_NVRTC_PATH",
+        ("nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12"),
+        ("lib64/libnvrtc.so", "lib/libnvrtc.so", "targets/x86_64-linux/lib/libnvrtc.so"),
+        ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"),
+        "nvidia-cuda-nvrtc",
+    ),
+    "nvjitlink": (
+        lib.CC_LIB_NVJITLINK,
+        "CUDA_CORE_NVJITLINK_PATH",
+        ("nvidia/cu13/lib/libnvJitLink.so.13", "nvidia/nvjitlink/lib/libnvJitLink.so.12"),
+        (
+            "lib64/libnvJitLink.so",
+            "lib/libnvJitLink.so",
+            "targets/x86_64-linux/lib/libnvJitLink.so",
+        ),
+        ("libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"),
+        "nvidia-nvjitlink",
+    ),
+    "nvvm": (
+        lib.CC_LIB_NVVM,
+        "CUDA_CORE_NVVM_PATH",
+        ("nvidia/cu13/lib/libnvvm.so.4", "nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so"),
+        ("nvvm/lib64/libnvvm.so", "nvvm/lib64/libnvvm.so.4", "lib64/libnvvm.so"),
+        ("libnvvm.so.4", "libnvvm.so"),
+        "nvidia-nvvm",
+    ),
+}
+
+_LIBDEVICE = (
+    "nvidia/cu13/nvvm/libdevice/libdevice.10.bc",
+    "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc",
+)
+
+
+def _site_dirs():
+    dirs = []
+    try:
+        dirs.extend(site.getsitepackages())
+    except AttributeError:  # virtualenvs of old interpreters
+        pass
+    try:
+        dirs.append(site.getusersitepackages())
+    except AttributeError:
+        pass
+    dirs.extend(p for p in sys.path if p and p.endswith(("site-packages", "dist-packages")))
+    seen, out = set(), []
+    for d in dirs:
+        if d not in seen and os.path.isdir(d):
+            seen.add(d)
+            out.append(d)
+    return out
+
+
+def _toolkit_roots():
+    roots = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = os.environ.get(var)
+        if value:
+            roots.append((f"${var}", value))
+    roots.append(("default toolkit", "/usr/local/cuda"))
+    return roots
+
+
+def _try_load(index, path, attempts):
+    if lib.cc_load_library(index, path.encode()) == 0:
+        return True
+    attempts.append(f"{path}: {ffi.string(lib.cc_library_error(index)).decode()}")
+    return False
+
+
+def ensure_loaded(name):
+    """Load library ``name`` ("nvrtc", "nvjitlink" or "nvvm") if needed.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        Listing every place searched and how to fix it.
+    """
+    index, env, wheel, toolkit, system, pip_name = _LIBS[name]
+    if lib.cc_library_state(index) == 1:
+        return
+    with _LOCK:
+        if lib.cc_library_state(index) == 1:
+            return
+        attempts = []
+        override = os.environ.get(env)
+        if override:
+            if not os.path.exists(override):
+                raise LibraryNotFoundError(
+                    f"{name}: {env} is set to {override!r}, which does not exist. "
+                    f"Point {env} at the library file or unset it."
+                )
+            if _try_load(index, override, attempts):
+                return
+            raise LibraryNotFoundError(
+                f"{name}: {env}={override!r} could not be loaded: {attempts[-1]}"
+            )
+        for d in _site_dirs():
+            for rel in wheel:
+                path = os.path.join(d, rel)
+                if os.path.exists(path):
+                    if _try_load(index, path, attempts):
+                        return
+                else:
+                    attempts.append(f"{path}: not present")
+        for label, root in _toolkit_roots():
+            for rel in toolkit:
+                path = os.path.join(root, rel)
+                if os.path.exists(path):
+                    if _try_load(index, path, attempts):
+                        return
+                else:
+                    attempts.append(f"{path} ({label}): not present")
+        for soname in system:
+            if _try_load(index, soname, attempts):
+                return
+        searched = "\n  ".join(attempts)
+        raise LibraryNotFoundError(
+            f"{name} could not be found. Searched:\n  {searched}\n"
+            f"Fix: pip install \"cuda-core-cffi[cu13]\" (or pip install {pip_name}), "
+            f"set CUDA_HOME to a CUDA toolkit, or set {env} to the library's path."
+        )
+
+
+def load_driver():
+    """Load the CUDA driver (``libcuda.so.1``) from the system loader."""
+    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
+        raise driver_not_found_error()
+
+
+def driver_not_found_error():
+    """Return the exception describing why the CUDA driver is unavailable."""
+    reason = ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
+    return LibraryNotFoundError(
+        "the CUDA driver could not be loaded: "
+        f"{reason or 'unknown reason'}. Searched: the system loader for libcuda.so.1 "
+        "(the driver is never taken from a wheel or a toolkit). "
+        "Fix: install the NVIDIA driver on a machine with an NVIDIA GPU, "
+        "or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH."
+    )
+
+
+def library_path(name):
+    """Return the file the loaded library ``name`` came from, or None."""
+    index = lib.CC_LIB_DRIVER if name == "driver" else _LIBS[name][0]
+    buf = ffi.new("char[]", 4096)
+    if lib.cc_library_path(index, buf, 4096) != 0:
+        return None
+    return ffi.string(buf).decode()
+
+
+def driver_version():
+    """Return the driver's CUDA version as an int (e.g. 13000)."""
+    from cuda_core._errors import check
+
+    out = ffi.new("int *")
+    check(lib.cuDriverGetVersion(out))
+    return out[0]
+
+
+def nvrtc_version():
+    """Return NVRTC's ``(major, minor)``, loading it if needed."""
+    from cuda_core._errors import check_nvrtc
+
+    ensure_loaded("nvrtc")
+    v = ffi.new("int[2]")
+    check_nvrtc(lib.nvrtcVersion(v, v + 1))
+    return (v[0], v[1])
+
+
+def nvjitlink_version():
+    """Return nvJitLink's ``(major, minor)``, loading it if needed."""
+    from cuda_core._errors import check_nvjitlink
+
+    ensure_loaded("nvjitlink")
+    v = ffi.new("unsigned int[2]")
+    check_nvjitlink(lib.nvJitLinkVersion(v, v + 1))
+    return (v[0], v[1])
+
+
+def nvvm_version():
+    """Return libNVVM's ``(major, minor)``, loading it if needed."""
+    from cuda_core._errors import check_nvvm
+
+    ensure_loaded("nvvm")
+    v = ffi.new("int[2]")
+    check_nvvm(lib.nvvmVersion(v, v + 1))
+    return (v[0], v[1])
+
+
+def libdevice_path():
+    """Return the path of ``libdevice.10.bc`` next to the NVVM in use, or None."""
+    nvvm = library_path("nvvm")
+    candidates = []
+    if nvvm:
+        # <root>/nvvm/lib64/libnvvm.so or <site>/nvidia/cu13/lib/libnvvm.so.4
+        here = os.path.dirname(nvvm)
+        candidates.append(os.path.join(here, "..", "libdevice", "libdevice.10.bc"))
+        candidates.append(os.path.join(here, "..", "nvvm", "libdevice", "libdevice.10.bc"))
+    for d in _site_dirs():
+        candidates.extend(os.path.join(d, rel) for rel in _LIBDEVICE)
+    for _, root in _toolkit_roots():
+        candidates.append(os.path.join(root, "nvvm", "libdevice", "libdevice.10.bc"))
+    for c in candidates:
+        if os.path.exists(c):
+            return os.path.normpath(c)
+    return None

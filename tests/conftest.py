@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared test setup: the ``gpu`` marker and device fixtures."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_status():
+    """Return (available, reason) for the CUDA driver and a GPU."""
+    from cuda_core._cuda_ffi import ffi, lib
+
+    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
+        reason = ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
+        return False, f"no CUDA driver: {reason}"
+    status = lib.cuInit(0)
+    if status:
+        return False, f"cuInit failed with status {status}: no usable GPU"
+    count = ffi.new("int *")
+    if lib.cuDeviceGetCount(count) or count[0] < 1:
+        return False, "no CUDA GPU present"
+    return True, ""
+
+
+def pytest_collection_modifyitems(config, items):
+    available, reason = gpu_status()
+    if available:
+        return
+    skip = pytest.mark.skip(reason=f"needs a GPU ({reason})")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def device():
+    """Device 0, made current on the calling thread."""
+    from cuda_core import Device
+
+    dev = Device(0)
+    dev.set_current()
+    return dev
+
+
+@pytest.fixture
+def stream(device):
+    """A fresh stream on device 0, closed after the test."""
+    s = device.create_stream()
+    yield s
+    s.close()
