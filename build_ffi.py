@@ -19,6 +19,8 @@ Sections, each naming the CUDA version whose ABI it follows:
 * nvJitLink: ``NVJITLINK_TYPES`` / ``NVJITLINK_FUNCTIONS`` (CUDA 12.3+/13)
 * libNVVM: ``NVVM_TYPES`` / ``NVVM_FUNCTIONS`` (NVVM 2.0, CUDA 12/13)
 * helpers: ``HELPER_CDEF`` / ``HELPER_SOURCE`` (loader, launch fast path)
+* memory: ``MEMORY_CDEF`` / ``MEMORY_SOURCE`` (DLPack structs, PyCapsule bridge,
+  pool allocation fast path)
 """
 
 from __future__ import annotations
@@ -546,7 +548,7 @@ typedef enum CUlaunchAttributeID_enum {
     CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT = 12,
     CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE = 13,
     CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 14,
-    CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING = 16, CU_LAUNCH_ATTRIBUTE_MAX = 17
+    CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING = 16
 } CUlaunchAttributeID;
 typedef enum CUmemPool_attribute_enum {
     CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
@@ -806,6 +808,7 @@ CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *capture
 CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags);
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode);
 CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);
+CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
@@ -860,9 +863,9 @@ CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, C
 CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags);
 CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
 CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData);
-CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type);
-CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
-CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool);
+@13000 CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type);
+@13000 CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
+@13000 CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool);
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags);
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags);
@@ -1122,6 +1125,247 @@ CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int 
 """
 
 # --------------------------------------------------------------------------
+# Memory: DLPack (v1.0 ABI) structs, the PyCapsule bridge and the pool
+# allocation fast path.  DLPack tensors travel in PyCapsule objects, which
+# only the Python C API can make or open (CPython has ctypes.pythonapi,
+# PyPy does not); these helpers do it in C on both interpreters.  They take
+# the GIL themselves (PyGILState_Ensure) and exchange objects with
+# cuda_core._memory._dlpack through its ``_bridge`` dict, keyed by a token.
+# This is the one place where the C layer touches Python objects.
+# --------------------------------------------------------------------------
+MEMORY_TYPES = r"""
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *self);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+"""
+
+MEMORY_CDEF = (
+    MEMORY_TYPES
+    + r"""
+#define CC_STREAM_CAPTURING 2147418115
+int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,
+                     int32_t device_id, int32_t ndim, uint8_t code, uint8_t bits,
+                     uint16_t lanes, const int64_t *shape, const int64_t *strides,
+                     uint64_t flags);
+void *cc_dlpack_take(long long token, int *versioned);
+void cc_dlpack_release(void *tensor, int versioned);
+CUdeviceptr cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream);
+CUresult cc_pool_alloc_status(void);
+"""
+)
+
+MEMORY_SOURCE = r"""
+#include <Python.h>
+#include <stdlib.h>
+
+#define CC_STREAM_CAPTURING 2147418115
+#define CC_DLPACK_BRIDGE_MODULE "cuda_core._memory._dlpack"
+#define CC_DLPACK_BRIDGE_ATTR "_bridge"
+
+/* The bridge dict of cuda_core._memory._dlpack (strong reference, kept). */
+static PyObject *cc_dlpack_bridge_dict = NULL;
+
+static PyObject *cc_dlpack_bridge(void) {   /* GIL held */
+    PyObject *mod, *d;
+    if (cc_dlpack_bridge_dict != NULL) return cc_dlpack_bridge_dict;
+    mod = PyImport_ImportModule(CC_DLPACK_BRIDGE_MODULE);
+    if (mod == NULL) return NULL;
+    d = PyObject_GetAttrString(mod, CC_DLPACK_BRIDGE_ATTR);
+    Py_DECREF(mod);
+    if (d == NULL) return NULL;
+    if (!PyDict_Check(d)) { Py_DECREF(d); return NULL; }
+    cc_dlpack_bridge_dict = d;
+    return d;
+}
+
+static void cc_dlpack_drop_owner(void *owner) {
+    PyGILState_STATE st;
+    PyObject *type, *value, *tb;
+    if (owner == NULL || !Py_IsInitialized()) return;   /* leak at exit */
+    st = PyGILState_Ensure();
+    PyErr_Fetch(&type, &value, &tb);
+    Py_DECREF((PyObject *)owner);
+    PyErr_Restore(type, value, tb);
+    PyGILState_Release(st);
+}
+
+static void cc_dlpack_deleter(DLManagedTensor *self) {
+    if (self == NULL) return;
+    cc_dlpack_drop_owner(self->manager_ctx);
+    self->manager_ctx = NULL;
+    free(self);
+}
+
+static void cc_dlpack_deleter_versioned(DLManagedTensorVersioned *self) {
+    if (self == NULL) return;
+    cc_dlpack_drop_owner(self->manager_ctx);
+    self->manager_ctx = NULL;
+    free(self);
+}
+
+/* Destructor of an exported capsule: only an unconsumed tensor is ours. */
+static void cc_dlpack_capsule_destructor(PyObject *capsule) {
+    if (PyCapsule_IsValid(capsule, "dltensor")) {
+        DLManagedTensor *t = (DLManagedTensor *)PyCapsule_GetPointer(capsule, "dltensor");
+        if (t != NULL && t->deleter != NULL) t->deleter(t);
+    } else if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+        DLManagedTensorVersioned *t =
+            (DLManagedTensorVersioned *)PyCapsule_GetPointer(capsule, "dltensor_versioned");
+        if (t != NULL && t->deleter != NULL) t->deleter(t);
+    }
+}
+
+/* Replace bridge[token] (the owner to keep alive) by a new DLPack capsule. */
+int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,
+                     int32_t device_id, int32_t ndim, uint8_t code, uint8_t bits,
+                     uint16_t lanes, const int64_t *shape, const int64_t *strides,
+                     uint64_t flags) {
+    int rc = -1;
+    int32_t i;
+    size_t head = versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor);
+    PyObject *d, *key = NULL, *owner, *capsule = NULL;
+    void *block = NULL;
+    int64_t *dims;
+    DLTensor *t;
+    PyGILState_STATE st;
+    if (ndim < 0) return -1;
+    st = PyGILState_Ensure();
+    d = cc_dlpack_bridge();
+    if (d == NULL) goto out;
+    key = PyLong_FromLongLong(token);
+    if (key == NULL) goto out;
+    owner = PyDict_GetItem(d, key);   /* borrowed */
+    if (owner == NULL) goto out;
+    block = calloc(1, head + 2 * (size_t)ndim * sizeof(int64_t));
+    if (block == NULL) goto out;
+    dims = (int64_t *)((char *)block + head);
+    for (i = 0; i < ndim; i++) {
+        dims[i] = shape[i];
+        dims[ndim + i] = strides[i];
+    }
+    if (versioned) {
+        DLManagedTensorVersioned *v = (DLManagedTensorVersioned *)block;
+        v->version.major = 1;
+        v->version.minor = 0;
+        v->manager_ctx = owner;
+        v->deleter = cc_dlpack_deleter_versioned;
+        v->flags = flags;
+        t = &v->dl_tensor;
+    } else {
+        DLManagedTensor *m = (DLManagedTensor *)block;
+        m->manager_ctx = owner;
+        m->deleter = cc_dlpack_deleter;
+        t = &m->dl_tensor;
+    }
+    t->data = data;
+    t->device.device_type = device_type;
+    t->device.device_id = device_id;
+    t->ndim = ndim;
+    t->dtype.code = code;
+    t->dtype.bits = bits;
+    t->dtype.lanes = lanes;
+    t->shape = ndim ? dims : NULL;
+    t->strides = ndim ? dims + ndim : NULL;
+    t->byte_offset = 0;
+    Py_INCREF(owner);
+    capsule = PyCapsule_New(block, versioned ? "dltensor_versioned" : "dltensor",
+                            cc_dlpack_capsule_destructor);
+    if (capsule == NULL) {
+        Py_DECREF(owner);
+        free(block);
+        goto out;
+    }
+    if (PyDict_SetItem(d, key, capsule) == 0) rc = 0;
+out:
+    Py_XDECREF(capsule);   /* on failure its destructor frees the tensor */
+    Py_XDECREF(key);
+    if (rc != 0) PyErr_Clear();
+    PyGILState_Release(st);
+    return rc;
+}
+
+/* Consume the capsule in bridge[token]: rename it "used_..." and return the
+   managed tensor (the caller must cc_dlpack_release it), or NULL. */
+void *cc_dlpack_take(long long token, int *versioned) {
+    void *p = NULL;
+    PyObject *d, *key, *capsule;
+    PyGILState_STATE st = PyGILState_Ensure();
+    d = cc_dlpack_bridge();
+    key = d != NULL ? PyLong_FromLongLong(token) : NULL;
+    capsule = key != NULL ? PyDict_GetItem(d, key) : NULL;   /* borrowed */
+    if (capsule != NULL) {
+        if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+            p = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+            if (p != NULL && PyCapsule_SetName(capsule, "used_dltensor_versioned") != 0) p = NULL;
+            *versioned = 1;
+        } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+            p = PyCapsule_GetPointer(capsule, "dltensor");
+            if (p != NULL && PyCapsule_SetName(capsule, "used_dltensor") != 0) p = NULL;
+            *versioned = 0;
+        }
+    }
+    Py_XDECREF(key);
+    PyErr_Clear();
+    PyGILState_Release(st);
+    return p;
+}
+
+/* Call the producer's deleter of a consumed tensor (with the GIL held). */
+void cc_dlpack_release(void *tensor, int versioned) {
+    PyGILState_STATE st;
+    if (tensor == NULL || !Py_IsInitialized()) return;
+    st = PyGILState_Ensure();
+    if (versioned) {
+        DLManagedTensorVersioned *t = (DLManagedTensorVersioned *)tensor;
+        if (t->deleter != NULL) t->deleter(t);
+    } else {
+        DLManagedTensor *t = (DLManagedTensor *)tensor;
+        if (t->deleter != NULL) t->deleter(t);
+    }
+    PyGILState_Release(st);
+}
+
+/* Stream-ordered pool allocation in one call: refuses a capturing stream.
+   Returns the pointer, or 0 with the status kept for cc_pool_alloc_status. */
+static __thread CUresult cc_pool_status;
+
+CUdeviceptr cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream) {
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUdeviceptr p = 0;
+    CUresult r = cuStreamIsCapturing(stream, &cs);
+    if (r == CUDA_SUCCESS && cs != CU_STREAM_CAPTURE_STATUS_NONE) r = (CUresult)CC_STREAM_CAPTURING;
+    if (r == CUDA_SUCCESS) r = cuMemAllocFromPoolAsync(&p, size, pool, stream);
+    if (r != CUDA_SUCCESS) p = 0;
+    cc_pool_status = r;
+    return p;
+}
+
+CUresult cc_pool_alloc_status(void) { return cc_pool_status; }
+"""
+
+
+# --------------------------------------------------------------------------
 # Helpers implemented in C: library loading, missing-symbol reports, and the
 # Python host-callback trampoline used by graphs.
 # --------------------------------------------------------------------------
@@ -1361,10 +1605,10 @@ def _build():
         NVJITLINK_FUNCTIONS, 2, "CC_MISSING_SYMBOL", "cc_resolve_nvjitlink"
     )
     vm_cdef, vm_src = _wrappers(NVVM_FUNCTIONS, 3, "CC_MISSING_SYMBOL", "cc_resolve_nvvm")
-    ffi.cdef(types + HELPER_CDEF + drv_cdef + rtc_cdef + jit_cdef + vm_cdef + LAUNCH_CDEF)
-    helper_defs = "\n".join(
-        line for line in HELPER_CDEF.splitlines() if line.startswith("#define")
+    ffi.cdef(
+        types + HELPER_CDEF + drv_cdef + rtc_cdef + jit_cdef + vm_cdef + LAUNCH_CDEF + MEMORY_CDEF
     )
+    helper_defs = "\n".join(line for line in HELPER_CDEF.splitlines() if line.startswith("#define"))
     source = "\n".join(
         [
             "#include <stdint.h>",
@@ -1377,6 +1621,8 @@ def _build():
             jit_src,
             vm_src,
             LAUNCH_SOURCE,
+            MEMORY_TYPES,
+            MEMORY_SOURCE,
         ]
     )
     ffi.set_source(

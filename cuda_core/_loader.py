@@ -165,7 +165,7 @@ def ensure_loaded(name):
         searched = "\n  ".join(attempts)
         raise LibraryNotFoundError(
             f"{name} could not be found. Searched:\n  {searched}\n"
-            f"Fix: pip install \"cuda-core-cffi[cu13]\" (or pip install {pip_name}), "
+            f'Fix: pip install "cuda-core-cffi[cu13]" (or pip install {pip_name}), '
             f"set CUDA_HOME to a CUDA toolkit, or set {env} to the library's path."
         )
 

@@ -8,7 +8,7 @@ import functools
 import pytest
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gpu_status():
     """Return (available, reason) for the CUDA driver and a GPU."""
     from cuda_core._cuda_ffi import ffi, lib
