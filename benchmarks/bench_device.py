@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Per-call overhead of devices, streams and events.
+
+Cases: ``Device(0)`` and ``Device()`` lookup, ``set_current``, stream
+create+close, event create+record+sync+close.  Each is timed through
+cuda_core and, where importable in this interpreter, NVIDIA's ``cuda.core``
+and CuPy, in the same process; ratios ours/theirs are printed (goal: <= 1.0
+against cuda.core on CPython).  Without a GPU the script says so and exits 0.
+
+Run: ``python benchmarks/bench_device.py``
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+try:  # run from a source checkout without installing: use the tree above
+    import cuda_core  # noqa: F401
+except ImportError:
+    sys.path.insert(1, os.path.dirname(_HERE))
+
+from _harness import optional_import, report, time_us  # noqa: E402
+
+BENCH = "device"
+
+
+def _gpu_reason():
+    """Return None when a GPU is usable, else why not."""
+    from cuda_core._cuda_ffi import ffi, lib
+
+    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
+        return "no CUDA driver: " + ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
+    if lib.cuInit(0):
+        return "cuInit failed: no usable GPU"
+    count = ffi.new("int *")
+    if lib.cuDeviceGetCount(count) or count[0] < 1:
+        return "no CUDA GPU present"
+    return None
+
+
+def _cases_ours():
+    import cuda_core
+
+    dev = cuda_core.Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+
+    def stream_cycle():
+        dev.create_stream().close()
+
+    def event_cycle():
+        e = dev.create_event()
+        stream.record(e)
+        e.sync()
+        e.close()
+
+    return {
+        "Device(0) lookup": lambda: cuda_core.Device(0),
+        "Device() lookup": lambda: cuda_core.Device(),
+        "set_current": dev.set_current,
+        "stream create+close": stream_cycle,
+        "event create+record+sync+close": event_cycle,
+    }
+
+
+def _cases_cuda_core(core):
+    dev = core.Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+
+    def stream_cycle():
+        dev.create_stream().close()
+
+    def event_cycle():
+        e = dev.create_event()
+        stream.record(e)
+        e.sync()
+        e.close()
+
+    return {
+        "Device(0) lookup": lambda: core.Device(0),
+        "Device() lookup": lambda: core.Device(),
+        "set_current": dev.set_current,
+        "stream create+close": stream_cycle,
+        "event create+record+sync+close": event_cycle,
+    }
+
+
+def _cases_cupy(cupy):
+    cupy.cuda.Device(0).use()
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def stream_cycle():
+        cupy.cuda.Stream(non_blocking=True)  # destroyed when collected
+
+    def event_cycle():
+        e = cupy.cuda.Event(disable_timing=True)
+        e.record(stream)
+        e.synchronize()
+
+    return {
+        "Device(0) lookup": lambda: cupy.cuda.Device(0),
+        "set_current": cupy.cuda.Device(0).use,
+        "stream create+close": stream_cycle,
+        "event create+record+sync+close": event_cycle,
+    }
+
+
+def main():
+    reason = _gpu_reason()
+    if reason is not None:
+        print(f"bench_device: skipped ({reason})")
+        return 0
+    suites = {"cuda_core": _cases_ours()}
+    core = optional_import("cuda.core")
+    if core is not None and hasattr(core, "Device"):
+        suites["cuda.core"] = _cases_cuda_core(core)
+    cupy = optional_import("cupy")
+    if cupy is not None:
+        suites["cupy"] = _cases_cupy(cupy)
+    # cuda.core and CuPy may change the current context; restore ours per case.
+    import cuda_core
+
+    for case in suites["cuda_core"]:
+        results = {}
+        for label, cases in suites.items():
+            fn = cases.get(case)
+            if fn is None:
+                continue
+            if label == "cuda_core":
+                cuda_core.Device(0).set_current()
+            results[label] = time_us(fn)
+        report(BENCH, case, results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

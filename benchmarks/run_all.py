@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Run every benchmark under each interpreter and write a combined report.
+
+Usage::
+
+    python benchmarks/run_all.py [--interp LABEL=PYTHON[:PYTHONPATH]]... [--out FILE]
+
+Each ``benchmarks/bench_*.py`` runs in its own process per interpreter (the
+default is only the running one) with ``BENCH_JSON`` pointing at a results
+file.  NVIDIA's ``cuda.core`` and CuPy exist only for CPython, so the report
+puts each interpreter's cuda_core time beside the peers' times measured in
+the same session and prints the ratios.  A markdown table goes to ``--out``
+(default ``benchmarks/RESULTS.md``) and, when matplotlib is installed, a bar
+chart of the ratios next to it (``.png``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = ("cuda.core", "cupy", "C floor")
+
+
+def _parse_interp(text):
+    label, _, rest = text.partition("=")
+    python, _, path = rest.partition(":")
+    if not label or not python:
+        raise argparse.ArgumentTypeError(f"expected LABEL=PYTHON[:PYTHONPATH], got {text!r}")
+    return label, python, path
+
+
+def run_benchmarks(interps, only=None, timeout=600):
+    """Run each benchmark script under each interpreter; return the rows."""
+    rows = []
+    scripts = sorted(glob.glob(os.path.join(HERE, "bench_*.py")))
+    if only:
+        scripts = [s for s in scripts if any(o in os.path.basename(s) for o in only)]
+    for label, python, path in interps:
+        for script in scripts:
+            fd, out = tempfile.mkstemp(suffix=".jsonl")
+            os.close(fd)
+            env = dict(os.environ, BENCH_JSON=out, PYTHONUNBUFFERED="1")
+            if path:
+                env["PYTHONPATH"] = path
+            print(f"--- {label}: {os.path.basename(script)}", flush=True)
+            try:
+                r = subprocess.run([python, script], env=env, timeout=timeout)
+                if r.returncode:
+                    print(f"    exited with {r.returncode}", flush=True)
+            except subprocess.TimeoutExpired:
+                print(f"    timed out after {timeout}s", flush=True)
+            with open(out) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    rec["interpreter"] = label
+                    rows.append(rec)
+            os.unlink(out)
+    return rows
+
+
+def combine(rows):
+    """Group rows by (benchmark, case): our time per interpreter + peer times."""
+    table = {}
+    for rec in rows:
+        key = (rec["benchmark"], rec["case"])
+        entry = table.setdefault(key, {"unit": rec.get("unit", "us"), "ours": {}, "peers": {}})
+        for impl, value in rec["results"].items():
+            if impl == "cuda_core":
+                entry["ours"][rec["interpreter"]] = value
+            else:
+                entry["peers"].setdefault(impl, value)
+    return table
+
+
+def to_markdown(table, interps):
+    labels = [label for label, _, _ in interps]
+    peers = sorted(
+        {p for e in table.values() for p in e["peers"]},
+        key=lambda p: (PEERS.index(p) if p in PEERS else len(PEERS), p),
+    )
+    head = ["benchmark", "case", "unit"] + [f"cuda_core ({lb})" for lb in labels] + peers
+    ratio_cols = [f"{lb} / {p}" for lb in labels for p in peers]
+    lines = [
+        "| " + " | ".join(head + ratio_cols) + " |",
+        "|" + "---|" * (len(head) + len(ratio_cols)),
+    ]
+    for (bench, case), e in sorted(table.items()):
+        cells = [bench, case, e["unit"]]
+        cells += [f"{e['ours'][lb]:.3f}" if lb in e["ours"] else "–" for lb in labels]
+        cells += [f"{e['peers'][p]:.3f}" if p in e["peers"] else "–" for p in peers]
+        for lb in labels:
+            for p in peers:
+                o, v = e["ours"].get(lb), e["peers"].get(p)
+                cells.append(f"{o / v:.2f}" if o and v else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(table, interps, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no chart written")
+        return None
+    names, series = [], {}
+    for (bench, case), e in sorted(table.items()):
+        ref = e["peers"].get("cuda.core") or e["peers"].get("C floor")
+        if not ref:
+            continue
+        names.append(f"{bench}\n{case}")
+        for label, _, _ in interps:
+            series.setdefault(label, []).append(e["ours"].get(label, 0) / ref)
+    if not names:
+        return None
+    fig, ax = plt.subplots(figsize=(max(8, len(names) * 0.9), 5))
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series.items()):
+        ax.bar([x + i * width for x in range(len(names))], values, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(names))])
+    ax.set_xticklabels(names, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("cuda_core time / reference (cuda.core, else C floor)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--interp", action="append", type=_parse_interp, default=[])
+    ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--only", action="append", help="run only scripts whose name contains this")
+    args = ap.parse_args(argv)
+    interps = args.interp or [("this interpreter", sys.executable, "")]
+    rows = run_benchmarks(interps, args.only)
+    if not rows:
+        print("no benchmark produced results (no GPU here?)")
+        return 0
+    table = combine(rows)
+    md = to_markdown(table, interps)
+    with open(args.out, "w") as f:
+        f.write(
+            "# Benchmark results\n\nTimes per operation; lower is better. Ratios below 1.0 mean "
+            "cuda_core is faster than the peer.\n\n" + md + "\n"
+        )
+    png = plot(table, interps, os.path.splitext(args.out)[0] + ".png")
+    print(md)
+    print(f"wrote {args.out}" + (f" and {png}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

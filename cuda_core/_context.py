@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CUDA contexts: the :class:`Context` wrapper and context-switching helpers.
+
+A :class:`Context` is never constructed by user code; it comes from
+:attr:`Device.context <cuda_core.Device.context>`, :attr:`Stream.context
+<cuda_core.Stream.context>` or the return value of
+:meth:`Device.set_current <cuda_core.Device.set_current>`.
+
+The helpers at the bottom of the module let the other classes run a driver
+call in a given context: they push the context only when it is not already
+current on the calling thread, so the common case costs one extra query.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._utils import as_int_handle, require_open
+
+__all__ = ["Context"]
+
+# Contexts this process knows the device of (the retained primary contexts
+# and every context a Context object was made for): handle int -> device id.
+_KNOWN_DEVICES = {}
+_tls = threading.local()
+
+
+class Context:
+    """A CUDA context (the per-device state that streams, events and memory live in).
+
+    Contexts cannot be created directly; obtain them from
+    :attr:`Device.context <cuda_core.Device.context>`,
+    :attr:`Stream.context <cuda_core.Stream.context>` or
+    :meth:`Device.set_current <cuda_core.Device.set_current>`.  Two Context
+    objects are equal when they wrap the same ``CUcontext``.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = ("_handle", "_h", "_device_id", "_closed", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Context objects cannot be instantiated directly. Please use Device or Stream "
+            "APIs (Device.context, Stream.context, Device.set_current)."
+        )
+
+    @classmethod
+    def _from_ctx(cls, c_ctx, device_id):
+        """Wrap the ``CUcontext`` cdata ``c_ctx`` that belongs to ``device_id``."""
+        self = object.__new__(cls)
+        self._handle = c_ctx
+        self._h = as_int_handle(c_ctx)
+        self._device_id = int(device_id)
+        self._closed = False
+        _KNOWN_DEVICES.setdefault(self._h, self._device_id)
+        return self
+
+    def __eq__(self, other):
+        if not isinstance(other, Context):
+            return NotImplemented
+        return self._h == other._h
+
+    def __hash__(self):
+        return hash((Context, self._h))
+
+    def __repr__(self):
+        state = " (closed)" if self._closed else ""
+        return f"<Context handle={self._h:#x} device={self._device_id}{state}>"
+
+    def close(self):
+        """Release this wrapper; later use of it raises RuntimeError.
+
+        The underlying primary context is retained once per process by
+        :class:`~cuda_core.Device` and is not destroyed here (other objects
+        still use it).  Closing twice is a no-op.
+        """
+        self._closed = True
+
+    def create_stream(self, options=None):
+        """Create a stream bound to this context (green contexts only).
+
+        Raises
+        ------
+        RuntimeError
+            Always for primary contexts: use
+            :meth:`Device.create_stream <cuda_core.Device.create_stream>`.
+        """
+        require_open(self, self._closed, "Context")
+        raise RuntimeError(
+            "Context.create_stream is only available on green contexts; for a primary "
+            "context use Device.create_stream()"
+        )
+
+    @property
+    def handle(self):
+        """int: The address of the underlying ``CUcontext``."""
+        require_open(self, self._closed, "Context")
+        return self._h
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return self._closed
+
+    @property
+    def is_green(self):
+        """bool: Whether this is a green context (always False: green contexts are not
+        supported yet)."""
+        return False
+
+
+# --------------------------------------------------------------------------
+# Private helpers shared by Device, Stream and Event.
+# --------------------------------------------------------------------------
+class _Buffers:
+    """One thread's reusable out-parameters (and integer views of the handle ones).
+
+    Reusing them keeps ``ffi.new`` out of the hot paths; being per thread
+    keeps concurrent calls (the GIL is released during them) apart.
+    """
+
+    __slots__ = (
+        "ctx",
+        "ctx_int",
+        "dev",
+        "stream",
+        "stream_int",
+        "event",
+        "event_int",
+        "i32",
+        "f32",
+        "devices",
+    )
+
+    def __init__(self):
+        self.ctx = ffi.new("CUcontext *")
+        self.ctx_int = ffi.cast("uintptr_t *", self.ctx)
+        self.dev = ffi.new("CUdevice *")
+        self.stream = ffi.new("CUstream *")
+        self.stream_int = ffi.cast("uintptr_t *", self.stream)
+        self.event = ffi.new("CUevent *")
+        self.event_int = ffi.cast("uintptr_t *", self.event)
+        self.i32 = ffi.new("int *")
+        self.f32 = ffi.new("float *")
+        self.devices = None  # {ordinal: Device}, filled by cuda_core._device
+
+
+def _bufs():
+    """Return the calling thread's :class:`_Buffers` (hot paths inline this lookup)."""
+    try:
+        return _tls.b
+    except AttributeError:
+        buffers = _tls.b = _Buffers()
+        return buffers
+
+
+def _ctx_out():
+    """Return this thread's reusable ``CUcontext *`` out-parameter."""
+    return _bufs().ctx
+
+
+def _dev_out():
+    """Return this thread's reusable ``CUdevice *`` out-parameter."""
+    return _bufs().dev
+
+
+def _current_ctx():
+    """Return the calling thread's current ``CUcontext`` cdata (may be NULL)."""
+    out = _bufs().ctx
+    check(lib.cuCtxGetCurrent(out))
+    return out[0]
+
+
+def _push_if_needed(c_ctx):
+    """Make ``c_ctx`` current if it is not; return True when it was pushed.
+
+    ``c_ctx`` None means "whatever is current" and pushes nothing.  A True
+    result must be paired with :func:`_pop`.
+    """
+    if c_ctx is None:
+        return False
+    b = _bufs()
+    check(lib.cuCtxGetCurrent(b.ctx))
+    if b.ctx[0] == c_ctx:
+        return False
+    check(lib.cuCtxPushCurrent(c_ctx))
+    return True
+
+
+def _pop():
+    """Pop the context pushed by :func:`_push_if_needed`."""
+    check(lib.cuCtxPopCurrent(_bufs().ctx))
+
+
+def _device_of_ctx(c_ctx):
+    """Return the device ordinal of context ``c_ctx`` (cached per handle)."""
+    h = as_int_handle(c_ctx)
+    dev = _KNOWN_DEVICES.get(h)
+    if dev is not None:
+        return dev
+    pushed = _push_if_needed(c_ctx)
+    try:
+        out = _bufs().dev
+        check(lib.cuCtxGetDevice(out))
+        dev = int(out[0])
+    finally:
+        if pushed:
+            _pop()
+    _KNOWN_DEVICES[h] = dev
+    return dev
+
+
+def _context_of(c_ctx):
+    """Return a :class:`Context` for the ``CUcontext`` cdata ``c_ctx`` (None for NULL)."""
+    if c_ctx == ffi.NULL:
+        return None
+    return Context._from_ctx(c_ctx, _device_of_ctx(c_ctx))

@@ -1,0 +1,526 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CUDA devices: :class:`Device`, the entry point, and :class:`ComputeCapability`.
+
+``Device(n)`` returns a per-thread singleton for ordinal ``n``; it does not
+touch the GPU beyond ``cuInit`` (once per process).  :meth:`Device.set_current`
+retains the device's primary context (once per process) and makes it current
+on the calling thread; the factories (:meth:`~Device.create_stream`,
+:meth:`~Device.create_event`, :meth:`~Device.allocate`, ...) need that first.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+from cuda_core._context import (
+    Context,
+    _bufs,
+    _context_of,
+    _ctx_out,
+    _dev_out,
+    _pop,
+    _push_if_needed,
+    _tls,
+)
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._device_properties import DeviceProperties
+from cuda_core._errors import CUDAError, check
+from cuda_core._event import Event, _new_event
+from cuda_core._stream import (
+    Stream,
+    _create_stream,
+    _graph_builder_type,
+    default_stream,
+)
+from cuda_core._utils import require_open
+
+__all__ = ["ComputeCapability", "Device"]
+
+_init_lock = threading.Lock()
+_initialized = []  # non-empty once cuInit succeeded in this process
+_device_count = []  # [count] once known
+_primary = {}  # ordinal -> retained primary CUcontext (process-wide)
+_properties = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
+_facts = {}  # (ordinal, what) -> cached value (name, uuid, compute capability)
+
+
+class ComputeCapability(NamedTuple):
+    """A device's compute capability, e.g. ``ComputeCapability(major=9, minor=0)``."""
+
+    major: int
+    minor: int
+
+
+class Device:
+    """A CUDA GPU, and the entry point to streams, events and memory on it.
+
+    ``Device(device_id)`` returns the calling thread's singleton object for
+    that ordinal, so ``Device(0) is Device(0)`` within a thread.  Creating it
+    initializes the driver (``cuInit``, once per process) but no context; call
+    :meth:`set_current` before using the factories.
+
+    Parameters
+    ----------
+    device_id : int, Device or None
+        The device ordinal.  A :class:`Device` is returned unchanged.  ``None``
+        means the device of the calling thread's current context, or device 0
+        when no context is current -- the same rule as the CUDA runtime.
+
+    Raises
+    ------
+    TypeError
+        If ``device_id`` is not an int, a Device or None.
+    ValueError
+        If the ordinal is negative or not below the number of devices.
+    LibraryNotFoundError
+        If the CUDA driver cannot be loaded.
+    CUDAError
+        If the driver fails to initialize.
+    """
+
+    __slots__ = (
+        "_device_id",
+        "_memory_resource",
+        "_has_inited",
+        "_primary_ctx",
+        "_c_ctx",
+        "_context",
+        "__weakref__",
+    )
+
+    def __new__(cls, device_id=None):
+        # Fast paths: this thread's table exists and the answer is in it.  Any
+        # miss or failure (no table, bad ordinal, no current context) goes to
+        # the checked slow path, which decides and raises.
+        try:
+            b = _tls.b
+            if type(device_id) is int:
+                return b.devices[device_id]
+            if device_id is None:
+                out = b.dev
+                if not lib.cuCtxGetDevice(out):
+                    return b.devices[out[0]]
+        except (AttributeError, KeyError, TypeError):
+            pass
+        return _lookup_device(cls, device_id)
+
+    def __int__(self):
+        return self._device_id
+
+    def __eq__(self, other):
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self._device_id == other._device_id
+
+    def __hash__(self):
+        return hash(self.uuid)
+
+    def __reduce__(self):
+        return Device, (self._device_id,)
+
+    def __repr__(self):
+        return f"<Device {self._device_id} ({self.name})>"
+
+    def _check_initialized(self):
+        """Raise CUDAError unless :meth:`set_current` ran on this thread."""
+        if not self._has_inited:
+            raise CUDAError(
+                f"Device {self._device_id} is not yet initialized, perhaps you forgot to "
+                "call .set_current() first?"
+            )
+
+    _check_context_initialized = _check_initialized
+
+    @classmethod
+    def get_all_devices(cls):
+        """Return every device of the system.
+
+        Returns
+        -------
+        tuple of Device
+        """
+        return tuple(cls(i) for i in range(_count_devices()))
+
+    def set_current(self, ctx=None):
+        """Make this device's context current on the calling thread.
+
+        Without ``ctx``, the device's primary context is retained (once per
+        process; it is never released while the process runs) and made
+        current.  With ``ctx``, that context is made current instead.
+
+        Parameters
+        ----------
+        ctx : Context, optional
+            A context of this device.
+
+        Returns
+        -------
+        Context or None
+            With ``ctx``: the context that was current before (None if there
+            was none).  Without: None.
+
+        Raises
+        ------
+        TypeError
+            If ``ctx`` is not a Context.
+        RuntimeError
+            If ``ctx`` belongs to another device or is closed.
+
+        Examples
+        --------
+        >>> from cuda_core import Device
+        >>> dev = Device(0)
+        >>> dev.set_current()
+        """
+        if ctx is None:
+            c_ctx = self._primary_ctx
+            if c_ctx is None:
+                c_ctx = self._primary_ctx = _retain_primary(self._device_id)
+            status = lib.cuCtxSetCurrent(c_ctx)
+            if status:  # hot path: check() only on failure
+                check(status)
+            if self._c_ctx is not c_ctx:
+                self._c_ctx = c_ctx
+                self._context = Context._from_ctx(c_ctx, self._device_id)
+                self._has_inited = True
+            return None
+        if not isinstance(ctx, Context):
+            raise TypeError(f"ctx must be a Context or None, not {type(ctx).__name__}")
+        require_open(ctx, ctx._closed, "Context")
+        if ctx._device_id != self._device_id:
+            raise RuntimeError(
+                f"the provided context was created on the device with id={ctx._device_id}, "
+                f"which is different from the target id={self._device_id}"
+            )
+        out = _ctx_out()
+        check(lib.cuCtxGetCurrent(out))
+        c_prev = out[0]
+        previous = _context_of(c_prev)
+        check(lib.cuCtxSetCurrent(ctx._handle))
+        self._c_ctx = ctx._handle
+        self._context = ctx
+        self._has_inited = True
+        return previous
+
+    def create_context(self, options=None):
+        """Create a green context (not supported yet).
+
+        Raises
+        ------
+        NotImplementedError
+            Always: green contexts are not implemented in cuda_core.
+        """
+        raise NotImplementedError("green contexts (Device.create_context) are not supported yet")
+
+    def create_stream(self, obj=None, options=None):
+        """Create a new stream, or wrap a foreign one.
+
+        Parameters
+        ----------
+        obj : object implementing ``__cuda_stream__``, optional
+            A foreign stream to wrap (a reference to it is kept, so it stays
+            alive as long as the returned Stream is open).
+        options : StreamOptions or dict, optional
+            Options for a new stream (not with ``obj``).
+
+        Returns
+        -------
+        Stream
+
+        Raises
+        ------
+        CUDAError
+            If :meth:`set_current` has not been called on this thread.
+        ValueError
+            If both ``obj`` and ``options`` are given, or the priority is out
+            of the device's range.
+        TypeError
+            If ``obj`` does not implement ``__cuda_stream__``.
+        """
+        if not self._has_inited:
+            self._check_initialized()
+        if obj is not None:
+            if options is not None:
+                raise ValueError("obj and options cannot be both specified")
+            return Stream._wrap(obj)
+        return _create_stream(Stream, options, self._context)
+
+    def create_event(self, options=None):
+        """Create an event (not recorded on any stream yet).
+
+        Parameters
+        ----------
+        options : EventOptions or dict, optional
+
+        Returns
+        -------
+        Event
+
+        Raises
+        ------
+        CUDAError
+            If :meth:`set_current` has not been called on this thread.
+        TypeError
+            For IPC-enabled options: such events must come from
+            :meth:`Stream.record <cuda_core.Stream.record>`.
+        """
+        if not self._has_inited:
+            self._check_initialized()
+        return _new_event(Event, options, self._context, False)
+
+    def allocate(self, size, *, stream):
+        """Allocate ``size`` bytes from :attr:`memory_resource`, ordered on ``stream``.
+
+        Parameters
+        ----------
+        size : int
+            Number of bytes.
+        stream : Stream or GraphBuilder
+            The stream that orders the allocation (keyword-only, required;
+            pass ``device.default_stream`` for the default stream).
+
+        Returns
+        -------
+        Buffer
+        """
+        self._check_initialized()
+        return self.memory_resource.allocate(size, stream=stream)
+
+    def sync(self):
+        """Block until all work on this device's context has completed.
+
+        The GIL is released while waiting.
+        """
+        self._check_initialized()
+        pushed = _push_if_needed(self._c_ctx)
+        try:
+            check(lib.cuCtxSynchronize())
+        finally:
+            if pushed:
+                _pop()
+
+    def create_graph_builder(self):
+        """Create a :class:`~cuda_core.graph.GraphBuilder` on a new stream it owns.
+
+        Returns
+        -------
+        GraphBuilder
+        """
+        self._check_initialized()
+        builder = _graph_builder_type()
+        if builder is None:
+            raise ImportError(
+                "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
+            )
+        return builder._init(stream=self.create_stream(), is_stream_owner=True)
+
+    def can_access_peer(self, peer):
+        """Return whether this device can access memory on ``peer``.
+
+        Parameters
+        ----------
+        peer : Device or int
+
+        Returns
+        -------
+        bool
+        """
+        peer = Device(peer)
+        if peer._device_id == self._device_id:
+            return True
+        out = ffi.new("int *")
+        check(lib.cuDeviceCanAccessPeer(out, self._device_id, peer._device_id))
+        return bool(out[0])
+
+    @property
+    def device_id(self):
+        """int: The device ordinal."""
+        return self._device_id
+
+    @property
+    def name(self):
+        """str: The device name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
+        key = (self._device_id, "name")
+        value = _facts.get(key)
+        if value is None:
+            buf = ffi.new("char[]", 256)
+            check(lib.cuDeviceGetName(buf, 256, self._device_id))
+            value = _facts[key] = ffi.string(buf).decode(errors="replace")
+        return value
+
+    @property
+    def uuid(self):
+        """str: The device UUID as 8-4-4-4-12 hex digits (cached)."""
+        key = (self._device_id, "uuid")
+        value = _facts.get(key)
+        if value is None:
+            c_uuid = ffi.new("CUuuid *")
+            check(lib.cuDeviceGetUuid(c_uuid, self._device_id))
+            h = bytes(ffi.buffer(c_uuid, 16)).hex()
+            value = _facts[key] = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return value
+
+    @property
+    def pci_bus_id(self):
+        """str: The PCI bus id, ``"domain:bus:device.function"`` (e.g. ``"0000:1B:00.0"``)."""
+        buf = ffi.new("char[]", 64)
+        check(lib.cuDeviceGetPCIBusId(buf, 64, self._device_id))
+        return ffi.string(buf).decode()
+
+    @property
+    def properties(self):
+        """DeviceProperties: The device attributes (created once, values cached)."""
+        props = _properties.get(self._device_id)
+        if props is None:
+            props = _properties.setdefault(self._device_id, DeviceProperties._init(self._device_id))
+        return props
+
+    @property
+    def compute_capability(self):
+        """ComputeCapability: ``(major, minor)`` as a named tuple."""
+        key = (self._device_id, "cc")
+        value = _facts.get(key)
+        if value is None:
+            props = self.properties
+            value = _facts[key] = ComputeCapability(
+                props.compute_capability_major, props.compute_capability_minor
+            )
+        return value
+
+    @property
+    def arch(self):
+        """str: The compute capability as digits, e.g. ``"90"`` for 9.0."""
+        major, minor = self.compute_capability
+        return f"{major}{minor}"
+
+    @property
+    def context(self):
+        """Context: The context :meth:`set_current` made current on this thread.
+
+        Raises
+        ------
+        CUDAError
+            If :meth:`set_current` has not been called on this thread.
+        """
+        self._check_initialized()
+        return self._context
+
+    @property
+    def memory_resource(self):
+        """MemoryResource: Where :meth:`allocate` gets memory (settable).
+
+        Defaults to the device's memory-pool resource, or a synchronous one on
+        devices without memory pools, created at first use.
+        """
+        mr = self._memory_resource
+        if mr is None:
+            from cuda_core._memory import _default_memory_resource
+
+            mr = self._memory_resource = _default_memory_resource(self)
+        return mr
+
+    @memory_resource.setter
+    def memory_resource(self, mr):
+        from cuda_core._memory import MemoryResource
+
+        if not isinstance(mr, MemoryResource):
+            raise TypeError(f"memory_resource must be a MemoryResource, not {type(mr).__name__}")
+        self._memory_resource = mr
+
+    @property
+    def default_stream(self):
+        """Stream: The default stream (see :func:`cuda_core._stream.default_stream`).
+
+        :data:`~cuda_core.PER_THREAD_DEFAULT_STREAM` when the environment
+        variable ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` is set to a
+        non-zero integer, else :data:`~cuda_core.LEGACY_DEFAULT_STREAM`.
+        """
+        return default_stream()
+
+
+# --------------------------------------------------------------------------
+# Private helpers.
+# --------------------------------------------------------------------------
+def _ensure_init():
+    """Run ``cuInit`` once per process (raises LibraryNotFoundError without a driver)."""
+    if _initialized:
+        return
+    with _init_lock:
+        if not _initialized:
+            check(lib.cuInit(0))
+            _initialized.append(True)
+
+
+def _count_devices():
+    """Return the number of CUDA devices (queried once)."""
+    if _device_count:
+        return _device_count[0]
+    _ensure_init()
+    out = ffi.new("int *")
+    check(lib.cuDeviceGetCount(out))
+    if not _device_count:
+        _device_count.append(out[0])
+    return _device_count[0]
+
+
+def _thread_devices(cls):
+    """Return this thread's {ordinal: Device} table, creating it on first use."""
+    b = _bufs()
+    if b.devices is not None:
+        return b.devices
+    devices = {}
+    for i in range(_count_devices()):
+        dev = object.__new__(cls)
+        dev._device_id = i
+        dev._memory_resource = None
+        dev._has_inited = False
+        dev._primary_ctx = None
+        dev._c_ctx = None
+        dev._context = None
+        devices[i] = dev
+    b.devices = devices
+    return devices
+
+
+def _lookup_device(cls, device_id):
+    """The slow path of ``Device(device_id)``: validation, cuInit, table creation."""
+    if isinstance(device_id, Device):
+        return device_id
+    if device_id is None:
+        _ensure_init()
+        out = _ctx_out()
+        check(lib.cuCtxGetCurrent(out))
+        if out[0] == ffi.NULL:
+            device_id = 0  # no current context: device 0, as the CUDA runtime does
+        else:
+            dev_out = _dev_out()
+            check(lib.cuCtxGetDevice(dev_out))
+            device_id = int(dev_out[0])
+    elif isinstance(device_id, bool) or not hasattr(device_id, "__index__"):
+        raise TypeError(
+            f"device_id must be an int, a Device or None, not {type(device_id).__name__}"
+        )
+    else:
+        device_id = device_id.__index__()
+        if device_id < 0:
+            raise ValueError(f"device_id must be >= 0, got {device_id}")
+    devices = _thread_devices(cls)
+    try:
+        return devices[device_id]
+    except KeyError:
+        raise ValueError(f"device_id must be within [0, {len(devices)}), got {device_id}") from None
+
+
+def _retain_primary(device_id):
+    """Retain the primary context of ``device_id`` once per process; return it."""
+    c_ctx = _primary.get(device_id)
+    if c_ctx is not None:
+        return c_ctx
+    with _init_lock:
+        c_ctx = _primary.get(device_id)
+        if c_ctx is None:
+            out = ffi.new("CUcontext *")
+            check(lib.cuDevicePrimaryCtxRetain(out, device_id))
+            c_ctx = _primary[device_id] = out[0]
+    return c_ctx

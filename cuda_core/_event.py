@@ -1,0 +1,468 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CUDA events: :class:`Event`, :class:`EventOptions` and :class:`IPCEventDescriptor`.
+
+Events are created by :meth:`Device.create_event
+<cuda_core.Device.create_event>` or :meth:`Stream.record
+<cuda_core.Stream.record>`.  An event owns its ``CUevent``: :meth:`Event.close`
+(or leaving a ``with`` block) destroys it; a garbage-collection finalizer is
+only the safety net and reports failures as :class:`~cuda_core.CUDAWarning`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
+from cuda_core._utils import check_or_create_options, require_open
+
+__all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
+
+_DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
+_BLOCKING_SYNC = lib.CU_EVENT_BLOCKING_SYNC
+_INTERPROCESS = lib.CU_EVENT_INTERPROCESS
+_NOT_READY = lib.CUDA_ERROR_NOT_READY
+_IPC_HANDLE_SIZE = lib.CU_IPC_HANDLE_SIZE
+_UINTPTR = ffi.typeof("uintptr_t")
+
+
+def _check_flag(value, field, cls_name):
+    """Return ``value`` as a bool; None counts as False; reject non-bools."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    raise TypeError(
+        f"{cls_name}.{field} must be a bool (True or False), got {value!r} "
+        f"of type {type(value).__name__}"
+    )
+
+
+@dataclass
+class EventOptions:
+    """Options for creating an :class:`Event`.
+
+    Attributes
+    ----------
+    timing_enabled : bool, optional
+        Record timing data so that ``end - start`` gives elapsed milliseconds
+        (default False).
+    blocking_sync : bool, optional
+        Make :meth:`Event.sync` block (yield the CPU) rather than busy-wait
+        until the event completes (default False).
+    ipc_enabled : bool, optional
+        Make the event shareable with other processes (default False).  Such
+        events cannot record timing and must be created with
+        :meth:`Stream.record <cuda_core.Stream.record>`.
+
+    Raises
+    ------
+    TypeError
+        When a field is not a bool, or when ``ipc_enabled`` and
+        ``timing_enabled`` are both set.
+    """
+
+    timing_enabled: bool | None = False
+    blocking_sync: bool | None = False
+    ipc_enabled: bool | None = False
+
+    def __post_init__(self):
+        self.timing_enabled = _check_flag(self.timing_enabled, "timing_enabled", "EventOptions")
+        self.blocking_sync = _check_flag(self.blocking_sync, "blocking_sync", "EventOptions")
+        self.ipc_enabled = _check_flag(self.ipc_enabled, "ipc_enabled", "EventOptions")
+        if self.ipc_enabled and self.timing_enabled:
+            raise TypeError("IPC-enabled events cannot use timing.")
+
+
+class _ElapsedTimeError(CUDAError, RuntimeError):
+    """``Event - Event`` failed; also a RuntimeError, as upstream raises."""
+
+
+class Event:
+    """A marker in a stream's sequence of work.
+
+    Events tell when the work recorded before them has finished
+    (:attr:`is_done`, :meth:`sync`), order work between streams
+    (:meth:`Stream.wait <cuda_core.Stream.wait>`) and, with timing enabled,
+    measure the GPU time between two of them::
+
+        start = device.create_event({"timing_enabled": True})
+        end = device.create_event({"timing_enabled": True})
+        stream.record(start)
+        ...  # enqueue work
+        stream.record(end)
+        end.sync()
+        print(end - start, "ms")
+
+    Events cannot be constructed directly; use :meth:`Device.create_event
+    <cuda_core.Device.create_event>` or :meth:`Stream.record
+    <cuda_core.Stream.record>`.  Two Event objects are equal when they wrap
+    the same ``CUevent``.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    # _flags holds the CU_EVENT_* creation flags; _ipc_desc is set only once
+    # exported (left unset otherwise: fewer stores on the hot path).
+    __slots__ = ("_handle", "_h", "_ctx", "_flags", "_ipc_desc", "_closed", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Event objects cannot be instantiated directly. Please use Stream APIs (record) "
+            "or Device APIs (create_event)."
+        )
+
+    def __del__(self):
+        # Safety net only: close() (or ``with``) is the lifetime tool.
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            _destroy_event(self._handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __sub__(self, other):
+        """Return the GPU time in milliseconds from ``other`` to ``self``.
+
+        Raises
+        ------
+        CUDAError
+            (also a RuntimeError) when timing is disabled on either event, one
+            of them was never recorded, or one has not completed yet; the
+            message says which and how to fix it.
+        """
+        if not isinstance(other, Event):
+            return NotImplemented
+        if self._closed or other._closed:
+            require_open(self, True, "Event")
+        try:
+            out = _tls.b.f32
+        except AttributeError:
+            out = _bufs().f32
+        status = lib.cuEventElapsedTime(out, other._handle, self._handle)
+        if not status:
+            return out[0]
+        if (self._flags | other._flags) & _DISABLE_TIMING:
+            hint = (
+                "both events must be created with timing enabled to subtract them; "
+                "use EventOptions(timing_enabled=True) for both"
+            )
+        elif status == _NOT_READY:
+            hint = (
+                "one or both events have not completed yet; call Event.sync(), "
+                "Stream.sync() or Device.sync() before subtracting them"
+            )
+        else:
+            hint = (
+                "both events must be recorded before they can be subtracted; "
+                "use Stream.record() on both"
+            )
+        err = driver_error(status, hint)
+        raise _ElapsedTimeError(str(err), code=err.code, name=err.name)
+
+    def __rsub__(self, other):
+        return NotImplemented
+
+    def __isub__(self, other):
+        return NotImplemented
+
+    def __eq__(self, other):
+        if not isinstance(other, Event):
+            return NotImplemented
+        return self._h == other._h
+
+    def __hash__(self):
+        return hash((Event, self._h))
+
+    def __repr__(self):
+        if self._closed:
+            return "<Event (closed)>"
+        flags = [
+            name
+            for name, on in (
+                ("timing", self.is_timing_enabled),
+                ("blocking_sync", self.is_blocking_sync),
+                ("ipc", self.is_ipc_enabled),
+            )
+            if on
+        ]
+        device = self._ctx._device_id if self._ctx is not None else "?"
+        return f"<Event handle={self._h:#x} device={device} flags={flags}>"
+
+    def __reduce__(self):
+        if not self._flags & _INTERPROCESS:
+            raise TypeError(
+                "only IPC-enabled events can be pickled (create one with "
+                "stream.record(options=EventOptions(ipc_enabled=True)))"
+            )
+        return _event_from_ipc, (self.ipc_descriptor,)
+
+    def close(self):
+        """Destroy the event.  Closing twice is a no-op.
+
+        Raises
+        ------
+        CUDAError
+            If the driver fails to destroy it.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        status = lib.cuEventDestroy(self._handle)
+        if status:  # hot path: check() only on failure
+            check(status)
+
+    def sync(self):
+        """Block until the work recorded before this event has completed.
+
+        With ``blocking_sync`` the calling thread sleeps; otherwise it spins.
+        The GIL is released while waiting.
+        """
+        if self._closed:
+            require_open(self, True, "Event")
+        status = lib.cuEventSynchronize(self._handle)
+        if status:  # hot path: check() only on failure
+            check(status)
+
+    @classmethod
+    def from_ipc_descriptor(cls, ipc_descriptor):
+        """Open an event exported by another process.
+
+        The imported event lives in the calling thread's current context (make
+        a device current first).
+
+        Parameters
+        ----------
+        ipc_descriptor : IPCEventDescriptor
+            From :attr:`ipc_descriptor` of the event in the exporting process.
+
+        Returns
+        -------
+        Event
+        """
+        if not isinstance(ipc_descriptor, IPCEventDescriptor):
+            raise TypeError(
+                f"ipc_descriptor must be an IPCEventDescriptor, not {type(ipc_descriptor).__name__}"
+            )
+        c_ipc = ffi.new("CUipcEventHandle *")
+        ffi.memmove(c_ipc, ipc_descriptor._reserved, _IPC_HANDLE_SIZE)
+        ctx = _context_of(_current_ctx())
+        out = ffi.new("CUevent *")
+        check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
+        self = object.__new__(cls)
+        self._handle = out[0]
+        self._h = int(ffi.cast(_UINTPTR, out[0]))
+        self._ctx = ctx
+        self._flags = _DISABLE_TIMING | _INTERPROCESS
+        if ipc_descriptor._blocking:
+            self._flags |= _BLOCKING_SYNC
+        self._ipc_desc = ipc_descriptor
+        self._closed = False
+        return self
+
+    @property
+    def is_done(self):
+        """bool: Whether all work recorded before this event has completed.
+
+        Raises
+        ------
+        CUDAError
+            For any driver status other than success or "not ready".
+        """
+        if self._closed:
+            require_open(self, True, "Event")
+        status = lib.cuEventQuery(self._handle)
+        if not status:
+            return True
+        if status == _NOT_READY:
+            return False
+        check(status)
+        return False  # pragma: no cover - check() raised
+
+    @property
+    def handle(self):
+        """int: The address of the underlying ``CUevent``."""
+        if self._closed:
+            require_open(self, True, "Event")
+        return self._h
+
+    @property
+    def device(self):
+        """Device: The device this event was created on (None if unknown)."""
+        if self._ctx is None:
+            return None
+        from cuda_core._device import Device
+
+        return Device(self._ctx._device_id)
+
+    @property
+    def context(self):
+        """Context: The context this event was created in."""
+        return self._ctx
+
+    @property
+    def is_timing_enabled(self):
+        """bool: Whether the event records timing data."""
+        return not self._flags & _DISABLE_TIMING
+
+    @property
+    def is_blocking_sync(self):
+        """bool: Whether :meth:`sync` blocks (yields the CPU) instead of spinning."""
+        return bool(self._flags & _BLOCKING_SYNC)
+
+    uses_blocking_sync = is_blocking_sync
+
+    @property
+    def is_ipc_enabled(self):
+        """bool: Whether the event can be shared with other processes."""
+        return bool(self._flags & _INTERPROCESS)
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return self._closed
+
+    @property
+    def ipc_descriptor(self):
+        """IPCEventDescriptor: A picklable description for :meth:`from_ipc_descriptor`.
+
+        Raises
+        ------
+        RuntimeError
+            If the event is not IPC-enabled.
+        """
+        try:
+            return self._ipc_desc
+        except AttributeError:
+            pass
+        if not self._flags & _INTERPROCESS:
+            raise RuntimeError("Event is not IPC-enabled")
+        if self._closed:
+            require_open(self, True, "Event")
+        c_ipc = ffi.new("CUipcEventHandle *")
+        check(lib.cuIpcGetEventHandle(c_ipc, self._handle))
+        self._ipc_desc = IPCEventDescriptor._init(
+            bytes(ffi.buffer(c_ipc, _IPC_HANDLE_SIZE)), self._flags & _BLOCKING_SYNC
+        )
+        return self._ipc_desc
+
+
+class IPCEventDescriptor:
+    """A picklable description of an IPC-enabled :class:`Event` (its 64-byte handle).
+
+    Obtained from :attr:`Event.ipc_descriptor`; pass it to another process
+    (e.g. through :mod:`multiprocessing`) and open it there with
+    :meth:`Event.from_ipc_descriptor`.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = ("_reserved", "_blocking")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "IPCEventDescriptor objects cannot be instantiated directly. Please use Event "
+            "APIs (Event.ipc_descriptor)."
+        )
+
+    @staticmethod
+    def _init(reserved, blocking_sync):
+        if not isinstance(reserved, bytes) or len(reserved) != _IPC_HANDLE_SIZE:
+            raise ValueError(
+                f"an IPC event handle is {_IPC_HANDLE_SIZE} bytes, got {reserved!r:.40}"
+            )
+        self = object.__new__(IPCEventDescriptor)
+        self._reserved = reserved
+        self._blocking = bool(blocking_sync)
+        return self
+
+    def __eq__(self, other):
+        if not isinstance(other, IPCEventDescriptor):
+            return NotImplemented
+        return self._reserved == other._reserved
+
+    def __hash__(self):
+        return hash(self._reserved)
+
+    def __reduce__(self):
+        return IPCEventDescriptor._init, (self._reserved, self._blocking)
+
+    def __repr__(self):
+        return f"<IPCEventDescriptor {self._reserved[:8].hex()}... blocking_sync={self._blocking}>"
+
+
+# --------------------------------------------------------------------------
+# Private helpers.
+# --------------------------------------------------------------------------
+def _destroy_event(c_event):
+    """Finalizer (from ``Event.__del__``): destroy an unclosed event, warn on failure."""
+    status = lib.cuEventDestroy(c_event)
+    if status:
+        warn_cuda("cuEventDestroy (Event finalizer)", status)
+
+
+def _event_from_ipc(descriptor):
+    """Unpickle an IPC event (the receiving process opens the handle)."""
+    return Event.from_ipc_descriptor(descriptor)
+
+
+def _new_event(cls, options, ctx, bound):
+    """Create an event of class ``cls`` in Context ``ctx`` (None: the current one).
+
+    ``bound`` is False for :meth:`Device.create_event`, where IPC events are
+    refused (they must come from :meth:`Stream.record`).
+    """
+    if options is None:
+        flags = _DISABLE_TIMING
+    else:
+        flags = _event_flags(options, bound)
+    if ctx is None:
+        ctx = _context_of(_current_ctx())
+        c_ctx = ffi.NULL if ctx is None else ctx._handle  # NULL: the driver reports it
+    else:
+        c_ctx = ctx._handle
+    try:
+        b = _tls.b
+    except AttributeError:
+        b = _bufs()
+    status = lib.cc_event_create(c_ctx, flags, b.event)
+    if status:  # hot path: check() only on failure
+        check(status)
+    self = object.__new__(cls)
+    self._handle = b.event[0]
+    self._h = b.event_int[0]
+    self._ctx = ctx
+    self._flags = flags
+    self._closed = False
+    if flags & _INTERPROCESS:
+        try:
+            self.ipc_descriptor  # noqa: B018 - export eagerly, as upstream does
+        except BaseException:
+            self.close()
+            raise
+    return self
+
+
+def _event_flags(options, bound):
+    """Return the ``CU_EVENT_*`` flags for ``options`` (EventOptions, dict)."""
+    opts = check_or_create_options(EventOptions, options, "Event options")
+    flags = 0 if opts.timing_enabled else _DISABLE_TIMING
+    if opts.blocking_sync:
+        flags |= _BLOCKING_SYNC
+    if opts.ipc_enabled:
+        if not bound:
+            raise TypeError("IPC-enabled events must be bound; use Stream.record for creation.")
+        flags |= _INTERPROCESS
+    return flags

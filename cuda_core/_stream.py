@@ -1,0 +1,660 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CUDA streams: :class:`Stream`, :class:`StreamOptions` and the default streams.
+
+A stream is either *owned* (made by :meth:`Device.create_stream
+<cuda_core.Device.create_stream>`; :meth:`Stream.close` destroys it) or
+*borrowed* (wrapping a handle or a foreign object that implements
+``__cuda_stream__``; closing only drops the reference to the foreign owner).
+:data:`LEGACY_DEFAULT_STREAM` and :data:`PER_THREAD_DEFAULT_STREAM` are
+module singletons that always refer to the calling thread's current context.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+
+from cuda_core._context import (
+    _bufs,
+    _context_of,
+    _current_ctx,
+    _pop,
+    _push_if_needed,
+    _tls,
+)
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import CUDAError, check, warn_cuda
+from cuda_core._event import Event, _new_event
+from cuda_core._utils import check_or_create_options, require_open
+
+__all__ = [
+    "LEGACY_DEFAULT_STREAM",
+    "PER_THREAD_DEFAULT_STREAM",
+    "Stream",
+    "StreamOptions",
+    "default_stream",
+]
+
+_NON_BLOCKING = lib.CU_STREAM_NON_BLOCKING
+_DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
+_INTERPROCESS = lib.CU_EVENT_INTERPROCESS
+_ENV_PER_THREAD = "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM"
+
+# device ordinal -> (least priority, greatest priority); device-wide facts.
+_PRIORITY_RANGES = {}
+_LEAST_PRIORITY = {}  # device ordinal -> default (lowest) priority
+_UINTPTR = ffi.typeof("uintptr_t")
+
+# Kinds of Stream objects.
+_OWNED, _BORROWED, _BUILTIN = 0, 1, 2
+_MAX_DEFAULT_HANDLE = 2  # CU_STREAM_LEGACY is 1, CU_STREAM_PER_THREAD is 2
+
+
+@dataclass
+class StreamOptions:
+    """Options for :meth:`Device.create_stream <cuda_core.Device.create_stream>`.
+
+    Attributes
+    ----------
+    nonblocking : bool, optional
+        The stream does not synchronize with the legacy default (NULL)
+        stream (default True).
+    priority : int, optional
+        Stream priority; a lower number is a higher priority.  None (the
+        default) means the lowest priority.  The allowed range comes from the
+        device (``cuCtxGetStreamPriorityRange``); values outside it raise
+        ValueError at stream creation.
+
+    Raises
+    ------
+    TypeError
+        When ``nonblocking`` is not a bool or ``priority`` is not an int or None.
+    """
+
+    nonblocking: bool = True
+    priority: int | None = None
+
+    def __post_init__(self):
+        value = self.nonblocking
+        if isinstance(value, bool):
+            pass
+        elif type(value) is int and value in (0, 1):
+            self.nonblocking = bool(value)
+        else:
+            raise TypeError(
+                f"StreamOptions.nonblocking must be a bool (True or False), got {value!r} "
+                f"of type {type(value).__name__}"
+            )
+        priority = self.priority
+        if priority is not None:
+            if isinstance(priority, bool) or not hasattr(priority, "__index__"):
+                raise TypeError(
+                    "StreamOptions.priority must be an int or None, got "
+                    f"{priority!r} of type {type(priority).__name__}"
+                )
+            self.priority = priority.__index__()
+
+
+class _WaitArgumentError(TypeError, ValueError):
+    """Stream.wait got something that is neither an event nor a stream."""
+
+
+class Stream:
+    """An ordered queue of GPU work.
+
+    Work submitted to one stream runs in submission order; work in different
+    streams may overlap, and :meth:`wait` (with an :class:`~cuda_core.Event`
+    or another stream) orders them.  Streams cannot be constructed directly:
+    use :meth:`Device.create_stream <cuda_core.Device.create_stream>` or
+    :meth:`Stream.from_handle`.  Two Stream objects are equal when they wrap
+    the same ``CUstream``.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    # _owner (foreign object kept alive), _nonblocking and _priority are set
+    # only when known (unset slots cost nothing on the creation hot path).
+    __slots__ = (
+        "_handle",
+        "_h",
+        "_kind",
+        "_owner",
+        "_ctx",
+        "_nonblocking",
+        "_priority",
+        "_closed",
+        "__weakref__",
+    )
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Stream objects cannot be instantiated directly. "
+            "Please use Device APIs (create_stream) or other Stream APIs (from_handle)."
+        )
+
+    def __del__(self):
+        # Safety net only: close() (or ``with``) is the lifetime tool.
+        if getattr(self, "_kind", None) == _OWNED and not self._closed:
+            self._closed = True
+            _destroy_stream(self._handle)
+
+    @classmethod
+    def _new(cls, c_stream, kind, owner=None, ctx=None):
+        self = object.__new__(cls)
+        self._handle = c_stream
+        self._h = int(ffi.cast(_UINTPTR, c_stream))
+        self._kind = kind
+        self._owner = owner
+        self._ctx = ctx
+        self._closed = False
+        return self
+
+    @classmethod
+    def _legacy_default(cls):
+        """Return a legacy default stream object (handle ``CU_STREAM_LEGACY``)."""
+        return cls._new(ffi.cast("CUstream", 1), _BUILTIN)
+
+    @classmethod
+    def _per_thread_default(cls):
+        """Return a per-thread default stream object (handle ``CU_STREAM_PER_THREAD``)."""
+        return cls._new(ffi.cast("CUstream", 2), _BUILTIN)
+
+    @classmethod
+    def _init(cls, obj=None, options=None, device_id=None, ctx=None):
+        """Create an owned stream in the current context, or wrap ``obj``."""
+        if obj is not None:
+            if options is not None:
+                raise ValueError("obj and options cannot be both specified")
+            return cls._wrap(obj)
+        if ctx is None:
+            ctx = _context_of(_current_ctx())
+            if ctx is None:
+                raise CUDAError("no CUDA context is current; call Device.set_current() first")
+        return _create_stream(cls, options, ctx)
+
+    @classmethod
+    def _wrap(cls, obj):
+        """Wrap a Stream or a ``__cuda_stream__`` object as a borrowed Stream keeping it alive."""
+        if isinstance(obj, Stream):
+            require_open(obj, obj._closed, "Stream")
+            return cls._new(obj._handle, _BORROWED, owner=obj, ctx=obj._ctx)
+        address = _stream_address(obj)
+        return cls._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __cuda_stream__(self):
+        """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
+        if self._closed:
+            require_open(self, True, "Stream")
+        return (0, self._h)
+
+    def __eq__(self, other):
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return self._h == other._h
+
+    def __hash__(self):
+        return hash(self._h)
+
+    def __repr__(self):
+        if self._closed:
+            return "<Stream (closed)>"
+        kind = ("owned", "borrowed", "default")[self._kind]
+        device = f" device={self._ctx._device_id}" if self._ctx is not None else ""
+        return f"<Stream handle={self._h:#x} {kind}{device}>"
+
+    def close(self):
+        """Destroy an owned stream, or drop a borrowed stream's foreign owner.
+
+        Closing twice is a no-op, and closing :data:`LEGACY_DEFAULT_STREAM` or
+        :data:`PER_THREAD_DEFAULT_STREAM` does nothing.
+
+        Raises
+        ------
+        CUDAError
+            If the driver fails to destroy an owned stream.
+        """
+        if self._closed or self._kind == _BUILTIN:
+            return
+        self._closed = True
+        if self._kind == _OWNED:
+            status = lib.cuStreamDestroy(self._handle)
+            if status:  # hot path: check() only on failure
+                check(status)
+        else:
+            self._owner = None
+
+    def sync(self):
+        """Block until all work submitted to this stream has completed.
+
+        The GIL is released while waiting.
+        """
+        if self._closed:
+            require_open(self, True, "Stream")
+        status = lib.cuStreamSynchronize(self._handle)
+        if status:  # hot path: check() only on failure
+            check(status)
+
+    def record(self, event=None, options=None):
+        """Record an event on this stream.
+
+        Parameters
+        ----------
+        event : Event, optional
+            An existing event to record again.  When None, a new event is
+            created in this stream's context with ``options``.
+        options : EventOptions or dict, optional
+            Options for the new event (only without ``event``).
+
+        Returns
+        -------
+        Event
+            The recorded event.
+
+        Raises
+        ------
+        TypeError
+            If ``event`` is not an Event, or is IPC-enabled (those are
+            recorded once, at creation).
+        ValueError
+            If both ``event`` and ``options`` are given.
+        """
+        if self._closed:
+            require_open(self, True, "Stream")
+        if event is None:
+            event = _new_event(Event, options, self._event_context(), True)
+        else:
+            if not isinstance(event, Event):
+                raise TypeError(f"event must be an Event or None, not {type(event).__name__}")
+            if options is not None:
+                raise ValueError("options apply only to a new event; do not pass an event too")
+            if event._flags & _INTERPROCESS:
+                raise TypeError(
+                    "IPC-enabled events should not be re-recorded, instead create a "
+                    "new event by supplying options."
+                )
+            if event._closed:
+                require_open(event, True, "Event")
+        status = lib.cuEventRecord(event._handle, self._handle)
+        if status:  # hot path: check() only on failure
+            check(status)
+        return event
+
+    def wait(self, event_or_stream):
+        """Make future work on this stream wait for an event or for another stream.
+
+        Parameters
+        ----------
+        event_or_stream : Event, Stream or object with ``__cuda_stream__``
+            An event: wait until it completes.  A stream: wait until the work
+            submitted to it so far completes (done by recording a temporary
+            event on it).
+
+        Raises
+        ------
+        TypeError
+            (also a ValueError) for anything else.
+        """
+        if self._closed:
+            require_open(self, True, "Stream")
+        if isinstance(event_or_stream, Event):
+            if event_or_stream._closed:
+                require_open(event_or_stream, True, "Event")
+            check(lib.cuStreamWaitEvent(self._handle, event_or_stream._handle, 0))
+            return
+        try:
+            other = _as_stream(event_or_stream, "event_or_stream")
+        except TypeError as exc:
+            raise _WaitArgumentError(
+                "only an Event, a Stream, or an object supporting __cuda_stream__ can be "
+                f"waited on, got {type(event_or_stream).__name__}"
+            ) from exc
+        if other._closed:
+            require_open(other, True, "Stream")
+        ctx = other._event_context()
+        _wait_on_stream(self._handle, other._handle, None if ctx is None else ctx._handle)
+
+    @staticmethod
+    def from_handle(handle):
+        """Wrap an existing ``CUstream``/``cudaStream_t`` address as a borrowed Stream.
+
+        The stream's lifetime is not managed: the foreign owner must keep it
+        alive while this object is used.
+
+        Parameters
+        ----------
+        handle : int
+            The stream address.
+
+        Returns
+        -------
+        Stream
+        """
+        if isinstance(handle, bool) or not hasattr(handle, "__index__"):
+            raise TypeError(
+                f"handle must be an int (a stream address), not {type(handle).__name__}"
+            )
+        address = handle.__index__()
+        if address < 0:
+            raise ValueError(f"handle must be a non-negative stream address, got {address}")
+        return Stream._new(ffi.cast("CUstream", address), _BORROWED)
+
+    def create_graph_builder(self):
+        """Create a :class:`~cuda_core.graph.GraphBuilder` that captures work on this stream.
+
+        Returns
+        -------
+        GraphBuilder
+        """
+        if self._closed:
+            require_open(self, True, "Stream")
+        builder = _graph_builder_type()
+        if builder is None:
+            raise ImportError(
+                "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
+            )
+        return builder._init(stream=self, is_stream_owner=False)
+
+    def _event_context(self):
+        """Return the Context new events for this stream belong in (None: current).
+
+        The default-stream handles (0 = NULL, 1 = legacy, 2 = per-thread) have
+        no context of their own: they act in whatever context is current.
+        """
+        if self._h <= _MAX_DEFAULT_HANDLE:
+            return None
+        ctx = self._ctx
+        if ctx is None:
+            ctx = self._ctx = self._query_context()
+        return ctx
+
+    def _query_context(self):
+        out = ffi.new("CUcontext *")
+        check(lib.cuStreamGetCtx(self._handle, out))
+        return _context_of(out[0])
+
+    @property
+    def handle(self):
+        """int: The address of the underlying ``CUstream`` (``int(handle)`` also works)."""
+        if self._closed:
+            require_open(self, True, "Stream")
+        return self._h
+
+    @property
+    def is_nonblocking(self):
+        """bool: Whether the stream does not synchronize with the legacy default stream."""
+        if self._closed:
+            require_open(self, True, "Stream")
+        try:
+            return self._nonblocking
+        except AttributeError:
+            pass
+        out = ffi.new("unsigned int *")
+        check(lib.cuStreamGetFlags(self._handle, out))
+        value = bool(out[0] & _NON_BLOCKING)
+        if self._h > _MAX_DEFAULT_HANDLE:  # default streams: never cached
+            self._nonblocking = value
+        return value
+
+    @property
+    def priority(self):
+        """int: The stream priority (a lower number is a higher priority)."""
+        if self._closed:
+            require_open(self, True, "Stream")
+        try:
+            return self._priority
+        except AttributeError:
+            pass
+        out = ffi.new("int *")
+        check(lib.cuStreamGetPriority(self._handle, out))
+        value = out[0]
+        if self._h > _MAX_DEFAULT_HANDLE:  # default streams: never cached
+            self._priority = value
+        return value
+
+    @property
+    def device(self):
+        """Device: The device whose context this stream belongs to.
+
+        For the default streams this is the device of the calling thread's
+        current context.
+        """
+        from cuda_core._device import Device
+
+        if self._closed:
+            require_open(self, True, "Stream")
+        ctx = self._event_context()
+        if ctx is None:
+            ctx = _context_of(_current_ctx())
+            if ctx is None:
+                return Device()
+        return Device(ctx._device_id)
+
+    @property
+    def context(self):
+        """Context: The context this stream belongs to.
+
+        The default streams have no context of their own: for them this is the
+        calling thread's current context (None if there is none).
+        """
+        if self._closed:
+            require_open(self, True, "Stream")
+        ctx = self._event_context()
+        if ctx is None:
+            return _context_of(_current_ctx())
+        return ctx
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return self._closed
+
+
+LEGACY_DEFAULT_STREAM = Stream._legacy_default()
+PER_THREAD_DEFAULT_STREAM = Stream._per_thread_default()
+
+
+def default_stream():
+    """Return the default stream chosen by the environment.
+
+    :data:`PER_THREAD_DEFAULT_STREAM` when the environment variable
+    ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` holds a non-zero integer
+    (read like C's ``strtol``: ``"1"``, ``" 2x"``), otherwise
+    :data:`LEGACY_DEFAULT_STREAM`.
+
+    Returns
+    -------
+    Stream
+    """
+    value = os.environ.get(_ENV_PER_THREAD)
+    if value and _leading_int(value):
+        return PER_THREAD_DEFAULT_STREAM
+    return LEGACY_DEFAULT_STREAM
+
+
+# --------------------------------------------------------------------------
+# Private helpers.
+# --------------------------------------------------------------------------
+def _as_stream(obj, what="stream"):
+    """Return ``obj`` as a Stream.
+
+    Accepts a :class:`Stream`, a :class:`~cuda_core.graph.GraphBuilder` (its
+    stream), or any object implementing ``__cuda_stream__`` (wrapped as a
+    borrowed Stream that keeps ``obj`` alive).
+
+    Raises
+    ------
+    TypeError
+        Naming ``what``, for anything else.
+    """
+    if isinstance(obj, Stream):
+        return obj
+    builder = _graph_builder_type()
+    if builder is not None and isinstance(obj, builder):
+        return obj.stream
+    if hasattr(obj, "__cuda_stream__"):
+        return Stream._wrap(obj)
+    raise TypeError(
+        f"{what} must be a Stream, a GraphBuilder or an object implementing "
+        f"__cuda_stream__, not {type(obj).__name__}"
+    )
+
+
+_GRAPH_BUILDER = []  # [class or None] once looked up
+
+
+def _graph_builder_type():
+    """Return cuda_core.graph.GraphBuilder, or None where graphs are unavailable."""
+    if _GRAPH_BUILDER:
+        return _GRAPH_BUILDER[0]
+    try:
+        from cuda_core.graph import GraphBuilder
+    except ImportError:
+        return None  # not cached: the module may be importable later
+    _GRAPH_BUILDER.append(GraphBuilder)
+    return GraphBuilder
+
+
+def _stream_address(obj):
+    """Return the stream address an object publishes through ``__cuda_stream__``."""
+    try:
+        attr = obj.__cuda_stream__
+    except AttributeError:
+        raise TypeError(f"{type(obj).__name__} object does not implement __cuda_stream__") from None
+    if callable(attr):
+        info = attr()
+    else:
+        warnings.warn(
+            "implementing __cuda_stream__ as an attribute is deprecated; it must be a method",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        info = attr
+    try:
+        length = len(info)
+    except TypeError:
+        raise ValueError(
+            f"__cuda_stream__() must return a (version, address) pair, got {type(info).__name__}"
+        ) from None
+    if length != 2:
+        raise ValueError(
+            f"__cuda_stream__() must return a (version, address) pair, got {length} elements"
+        )
+    if info[0] != 0:
+        raise ValueError(f"__cuda_stream__() protocol version must be 0, got {info[0]!r}")
+    address = info[1]
+    if isinstance(address, bool) or not hasattr(address, "__index__"):
+        raise ValueError(f"__cuda_stream__() address must be an int, got {type(address).__name__}")
+    address = address.__index__()
+    if address < 0:
+        raise ValueError(f"__cuda_stream__() address must be non-negative, got {address}")
+    return address
+
+
+def _destroy_stream(c_stream):
+    """Finalizer (from ``Stream.__del__``): destroy an unclosed owned stream, warn on failure."""
+    status = lib.cuStreamDestroy(c_stream)
+    if status:
+        warn_cuda("cuStreamDestroy (Stream finalizer)", status)
+
+
+def _priority_range(ctx):
+    """Return (least, greatest) stream priority on ``ctx``'s device (cached per device)."""
+    rng = _PRIORITY_RANGES.get(ctx._device_id)
+    if rng is None:
+        least = ffi.new("int *")
+        greatest = ffi.new("int *")
+        pushed = _push_if_needed(ctx._handle)
+        try:
+            check(lib.cuCtxGetStreamPriorityRange(least, greatest))
+        finally:
+            if pushed:
+                _pop()
+        rng = _PRIORITY_RANGES[ctx._device_id] = (least[0], greatest[0])
+        _LEAST_PRIORITY[ctx._device_id] = least[0]
+    return rng
+
+
+def _create_stream(cls, options, ctx):
+    """Create an owned stream of class ``cls`` in Context ``ctx`` (made current if needed)."""
+    if options is None:
+        flags = _NON_BLOCKING
+        priority = _LEAST_PRIORITY.get(ctx._device_id)
+        if priority is None:
+            priority = _priority_range(ctx)[0]
+        nonblocking = True
+    else:
+        opts = check_or_create_options(StreamOptions, options, "Stream options")
+        nonblocking = opts.nonblocking
+        flags = _NON_BLOCKING if nonblocking else 0
+        least, greatest = _priority_range(ctx)
+        priority = opts.priority
+        if priority is None:
+            priority = least
+        elif not greatest <= priority <= least:
+            raise ValueError(
+                f"priority={priority} is out of range [{greatest}, {least}] for device "
+                f"{ctx._device_id} (a lower number is a higher priority)"
+            )
+    try:
+        b = _tls.b
+    except AttributeError:
+        b = _bufs()
+    status = lib.cc_stream_create(ctx._handle, flags, priority, b.stream)
+    if status:  # hot path: check() only on failure
+        check(status)
+    self = object.__new__(cls)
+    self._handle = b.stream[0]
+    self._h = b.stream_int[0]
+    self._kind = _OWNED
+    self._ctx = ctx
+    self._closed = False
+    if options is not None:
+        self._nonblocking = nonblocking
+        self._priority = priority
+    return self
+
+
+def _wait_on_stream(c_waiter, c_other, c_ctx):
+    """Make ``c_waiter`` wait for the work queued on ``c_other`` so far.
+
+    A temporary event is created in ``c_ctx`` (the other stream's context;
+    None: the current one), recorded on ``c_other``, waited on, and destroyed
+    (the driver keeps it alive until the wait is resolved).
+    """
+    out = ffi.new("CUevent *")
+    pushed = _push_if_needed(c_ctx)
+    try:
+        check(lib.cuEventCreate(out, _DISABLE_TIMING))
+        c_event = out[0]
+        try:
+            check(lib.cuEventRecord(c_event, c_other))
+            check(lib.cuStreamWaitEvent(c_waiter, c_event, 0))
+        finally:
+            check(lib.cuEventDestroy(c_event))
+    finally:
+        if pushed:
+            _pop()
+
+
+def _leading_int(text):
+    """Return the integer at the start of ``text`` (0 if none), as C's strtol does."""
+    text = text.lstrip()
+    end = 0
+    if text[:1] in ("+", "-"):
+        end = 1
+    start = end
+    while end < len(text) and text[end].isdigit() and text[end].isascii():
+        end += 1
+    if end == start:
+        return 0
+    return int(text[:end])
