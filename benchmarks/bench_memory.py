@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Memory: pool allocate+close and pinned copy bandwidth.
+
+Cases: stream-ordered pool ``allocate`` + ``close`` of 1 KiB and 1 MiB from
+the device's default memory resource (microseconds per cycle; goal <= 1.0x
+NVIDIA ``cuda.core`` on CPython), and host-to-device / device-to-host copies
+of 256 MiB between pinned host memory and device memory (GB/s; goal >= 0.97x
+``cuda.core``).  Each case is timed through cuda_core and, where importable
+in this interpreter, ``cuda.core`` and CuPy, in the same process.  Without a
+GPU the script says so and exits 0.
+
+Run: ``python benchmarks/bench_memory.py``
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+try:  # run from a source checkout without installing: use the tree above
+    import cuda_core  # noqa: F401
+except ImportError:
+    sys.path.insert(1, os.path.dirname(_HERE))
+
+from _harness import optional_import, report, time_us  # noqa: E402
+
+BENCH = "memory"
+COPY_SIZE = 256 << 20
+
+
+def _gpu_reason():
+    """Return None when a GPU is usable, else why not."""
+    from cuda_core._cuda_ffi import ffi, lib
+
+    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
+        return "no CUDA driver: " + ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
+    if lib.cuInit(0):
+        return "cuInit failed: no usable GPU"
+    count = ffi.new("int *")
+    if lib.cuDeviceGetCount(count) or count[0] < 1:
+        return "no CUDA GPU present"
+    return None
+
+
+def _suite(core, legacy_pinned):
+    """Build the cases for a cuda.core-like module (ours or NVIDIA's)."""
+    dev = core.Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+    mr = dev.memory_resource
+    pinned = legacy_pinned()
+    host = pinned.allocate(COPY_SIZE, stream=stream)
+    dbuf = mr.allocate(COPY_SIZE, stream=stream)
+
+    def alloc_1k():
+        mr.allocate(1024, stream=stream).close()
+
+    def alloc_1m():
+        mr.allocate(1 << 20, stream=stream).close()
+
+    def h2d():
+        dbuf.copy_from(host, stream=stream)
+        stream.sync()
+
+    def d2h():
+        host.copy_from(dbuf, stream=stream)
+        stream.sync()
+
+    return {
+        "pool allocate+close 1 KiB": ("us", alloc_1k),
+        "pool allocate+close 1 MiB": ("us", alloc_1m),
+        "H2D 256 MiB pinned": ("GB/s", h2d),
+        "D2H 256 MiB pinned": ("GB/s", d2h),
+    }, (stream, host, dbuf, pinned, mr)
+
+
+def _cupy_suite(cupy):
+    cupy.cuda.Device(0).use()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    pool = cupy.cuda.MemoryAsyncPool()
+    host = cupy.cuda.alloc_pinned_memory(COPY_SIZE)
+    dmem = cupy.cuda.memory.alloc(COPY_SIZE)
+
+    def alloc_1k():
+        with stream:
+            pool.malloc(1024)  # freed (stream-ordered) when the pointer is dropped
+
+    def alloc_1m():
+        with stream:
+            pool.malloc(1 << 20)
+
+    def h2d():
+        dmem.copy_from_host_async(host.ptr, COPY_SIZE, stream)
+        stream.synchronize()
+
+    def d2h():
+        dmem.copy_to_host_async(host.ptr, COPY_SIZE, stream)
+        stream.synchronize()
+
+    return {
+        "pool allocate+close 1 KiB": ("us", alloc_1k),
+        "pool allocate+close 1 MiB": ("us", alloc_1m),
+        "H2D 256 MiB pinned": ("GB/s", h2d),
+        "D2H 256 MiB pinned": ("GB/s", d2h),
+    }, (stream, pool, host, dmem)
+
+
+def _nvidia_core():
+    core = optional_import("cuda.core")
+    if core is not None and hasattr(core, "Device"):
+        return core
+    core = optional_import("cuda.core.experimental")
+    if core is not None and hasattr(core, "Device"):
+        return core
+    return None
+
+
+def main():
+    reason = _gpu_reason()
+    if reason is not None:
+        print(f"bench_memory: skipped ({reason})")
+        return 0
+    import cuda_core
+
+    suites = {"cuda_core": _suite(cuda_core, cuda_core.LegacyPinnedMemoryResource)}
+    core = _nvidia_core()
+    if core is not None:
+        try:
+            suites["cuda.core"] = _suite(core, core.LegacyPinnedMemoryResource)
+        except Exception as exc:  # noqa: BLE001 - an old cuda.core lacks some API
+            print(f"bench_memory: cuda.core skipped ({type(exc).__name__}: {exc})")
+    cupy = optional_import("cupy")
+    if cupy is not None:
+        suites["cupy"] = _cupy_suite(cupy)
+    for case, (unit, _fn) in suites["cuda_core"][0].items():
+        results = {}
+        for label, (cases, _keep) in suites.items():
+            entry = cases.get(case)
+            if entry is None:
+                continue
+            if label == "cuda_core":
+                cuda_core.Device(0).set_current()
+            elif label == "cuda.core":
+                core.Device(0).set_current()
+            if unit == "us":
+                results[label] = time_us(entry[1])
+            else:
+                t = time_us(entry[1], repeat=5, min_time=0.3, warmup=2)
+                results[label] = COPY_SIZE / (t * 1e-6) / 1e9
+        if unit == "GB/s":
+            # report() prints ours/theirs; for bandwidth, higher is better.
+            report(BENCH, case + " (GB/s, higher is better)", results, unit="GB/s")
+        else:
+            report(BENCH, case, results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,791 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Buffers (handles to allocated memory) and the MemoryResource interface.
+
+A :class:`Buffer` is created by a :class:`MemoryResource` (or wrapped around
+an existing pointer with :meth:`Buffer.from_handle`).  It keeps its memory
+resource alive and frees the memory through it on :meth:`Buffer.close`, on
+leaving a ``with`` block, or -- as a safety net -- when it is garbage
+collected.  A failure while freeing raises from ``close()`` and becomes a
+:class:`~cuda_core.CUDAWarning` from the garbage collector.
+"""
+
+from __future__ import annotations
+
+import abc
+import sys
+import warnings
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import CUDAWarning, check, warn_cuda
+from cuda_core._memory import _dlpack
+from cuda_core._stream import Stream as _Stream
+from cuda_core._stream import _as_stream as _stream_accept
+from cuda_core._stream import default_stream as _default_stream
+from cuda_core._utils import require_open
+
+__all__ = ["Buffer", "MemoryResource"]
+
+_SIZE_MAX = (1 << 64) - 1
+_NULL = ffi.NULL
+_new = object.__new__
+_cuMemFreeAsync = lib.cuMemFreeAsync
+_is_finalizing = sys.is_finalizing
+
+
+class Buffer:
+    """A handle to allocated memory.
+
+    Buffers are not constructed directly: a :class:`MemoryResource` returns
+    them from :meth:`MemoryResource.allocate`, and :meth:`from_handle` wraps
+    an existing pointer.  The memory is freed by :meth:`close` (or at the end
+    of a ``with`` block); garbage collection frees it too, but only as a
+    safety net.  Host-accessible buffers export their bytes through DLPack
+    (``numpy.from_dlpack(buf)`` is zero-copy).
+
+    Note
+    ----
+    Pickling an IPC-enabled buffer embeds its
+    :class:`~cuda_core._memory._ipc.IPCBufferDescriptor`; unpickling imports
+    the memory into the receiving process.  Never unpickle buffers from
+    untrusted sources.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    # _release: the _Release that frees the memory (None for views); it holds
+    # no reference to the Buffer, and its finalizer is the GC safety net.
+    # _extra: rarely used state (owner, IPC descriptor, pointer attributes).
+    __slots__ = ("_ptr", "_size", "_mr", "_release", "_closed", "_extra", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Buffer objects cannot be instantiated directly. Please use MemoryResource APIs "
+            "(MemoryResource.allocate, Device.allocate or Buffer.from_handle)."
+        )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self.close()
+        return False
+
+    def __eq__(self, other):
+        if not isinstance(other, Buffer):
+            return NotImplemented
+        return self._ptr == other._ptr and self._size == other._size
+
+    def __hash__(self):
+        return hash((self._ptr, self._size))
+
+    def __repr__(self):
+        mapped = " is_mapped=True" if self.is_mapped else ""
+        return f"<Buffer ptr={self._ptr:#x} size={self._size}{mapped}>"
+
+    def __reduce__(self):
+        require_open(self, self._closed, "Buffer")
+        return _reduce_helper, (self._mr, self.ipc_descriptor)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export this buffer as a 1-D ``int8`` DLPack tensor of ``size`` elements.
+
+        ``stream`` is ignored (as if it were -1): keeping the producer and
+        the consumer in stream order is the caller's responsibility.
+
+        Raises
+        ------
+        BufferError
+            For ``copy=True``, a ``dl_device`` other than this buffer's own,
+            or a malformed ``max_version``.
+        """
+        require_open(self, self._closed, "Buffer")
+        if copy is True:
+            raise BufferError("Sorry, not supported: copy=True")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(
+                f"Sorry, not supported: dl_device={tuple(dl_device)} (this buffer lives on "
+                f"{self.__dlpack_device__()})"
+            )
+        if max_version is None:
+            versioned = False
+        else:
+            if not isinstance(max_version, tuple) or len(max_version) != 2:
+                raise BufferError(f"Expected max_version tuple[int, int], got {max_version!r}")
+            versioned = max_version >= (1, 0)
+        return _dlpack.make_py_capsule(self, versioned)
+
+    def __dlpack_device__(self):
+        """Return the DLPack ``(device_type, device_id)`` of this buffer.
+
+        ``(1, 0)`` CPU, ``(2, id)`` CUDA device memory, ``(3, 0)`` pinned host
+        memory, ``(13, 0)`` managed memory.
+        """
+        require_open(self, self._closed, "Buffer")
+        return _dlpack.classify_dl_device(self)
+
+    @property
+    def __array_interface__(self):
+        """NumPy array interface of a host-accessible buffer: its bytes as ``uint8``.
+
+        ``numpy.asarray(buf)`` is then a writable, zero-copy view that keeps
+        the buffer object alive (on CPython and PyPy; NumPy marks arrays made
+        through a legacy DLPack capsule read-only, and NumPy on PyPy asks
+        only for legacy capsules).  Device-only buffers have no array
+        interface (AttributeError).  This is a cuda_core extension.
+        """
+        require_open(self, self._closed, "Buffer")
+        if not self.is_host_accessible:
+            raise AttributeError(
+                "__array_interface__ is only available for host-accessible buffers"
+            )
+        return {
+            "version": 3,
+            "shape": (self._size,),
+            "typestr": "|u1",
+            "data": (self._ptr, False),
+            "strides": None,
+        }
+
+    @classmethod
+    def _init(cls, ptr, size, mr=None, owner=None, *, stream=None, ipc_descriptor=None):
+        """Create a Buffer of class ``cls`` around ``ptr`` (see :meth:`from_handle`)."""
+        if mr is not None and owner is not None:
+            raise ValueError("owner and memory resource cannot be both specified together")
+        if stream is not None and mr is None:
+            raise ValueError("stream requires a memory resource (mr)")
+        c_ptr = _as_address(ptr)
+        size = _as_size(size)
+        s = None
+        if mr is not None:
+            if not isinstance(mr, MemoryResource):
+                raise TypeError(f"mr must be a MemoryResource, not {type(mr).__name__}")
+            if stream is not None:
+                s = _as_stream(stream)
+            elif mr.is_device_accessible:
+                s = _default_stream()
+        self = _new(cls)
+        self._ptr = c_ptr
+        self._size = size
+        self._mr = mr
+        self._closed = False
+        if owner is not None or ipc_descriptor is not None:
+            self._extra = _Extra(owner, ipc_descriptor)
+        else:
+            self._extra = None
+        self._release = _Release(mr, c_ptr, size, s) if mr is not None and c_ptr else None
+        return self
+
+    @classmethod
+    def _from_pool(cls, c_ptr, size, mr, stream, ipc_descriptor=None):
+        """Wrap a stream-ordered pool allocation, freed by cuMemFreeAsync."""
+        self = _new(cls)
+        self._ptr = c_ptr
+        self._size = size
+        self._mr = mr
+        self._closed = False
+        self._extra = None if ipc_descriptor is None else _Extra(None, ipc_descriptor)
+        self._release = _PoolRelease(mr, c_ptr, size, stream) if c_ptr else None
+        return self
+
+    @staticmethod
+    def from_handle(ptr, size, mr=None, owner=None, *, stream=None):
+        """Create a :class:`Buffer` around an existing pointer.
+
+        Parameters
+        ----------
+        ptr : int
+            The address (an ``int``, an object with ``__int__``, or a cffi
+            pointer).
+        size : int
+            Size of the memory in bytes.
+        mr : MemoryResource, optional
+            The resource that owns the memory: :meth:`MemoryResource.deallocate`
+            is called when the buffer is closed or garbage collected.
+        owner : object, optional
+            An object that owns the memory; it is kept alive as long as the
+            buffer is, and nothing is freed.  Cannot be combined with ``mr``.
+        stream : Stream or GraphBuilder, optional
+            Keyword-only; the stream that orders the deallocation (needs
+            ``mr``).  Defaults to the default stream for device-accessible
+            resources.
+
+        Returns
+        -------
+        Buffer
+            With neither ``mr`` nor ``owner`` the buffer is a non-owning view:
+            the memory is never freed through it.
+
+        Raises
+        ------
+        ValueError
+            If both ``mr`` and ``owner`` are given, if ``stream`` is given
+            without ``mr``, or if ``size`` is negative.
+        """
+        return Buffer._init(ptr, size, mr=mr, owner=owner, stream=stream)
+
+    @classmethod
+    def from_ipc_descriptor(cls, mr, ipc_descriptor, *, stream):
+        """Import a buffer exported by another process.
+
+        Parameters
+        ----------
+        mr : DeviceMemoryResource or PinnedMemoryResource
+            The mapped, IPC-enabled resource matching the exporting one.
+        ipc_descriptor : IPCBufferDescriptor
+            The descriptor from :attr:`ipc_descriptor` in the exporting process.
+        stream : Stream or GraphBuilder
+            Keyword-only; the stream that orders the imported buffer's release.
+
+        Note
+        ----
+        The descriptor comes from another process; import descriptors only
+        from trusted peers.
+        """
+        from cuda_core._memory import _ipc
+
+        return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)
+
+    def close(self, stream=None):
+        """Free this buffer, asynchronously on ``stream``.
+
+        Parameters
+        ----------
+        stream : Stream or GraphBuilder, optional
+            The stream that orders the deallocation; by default the one
+            recorded at allocation (see :meth:`set_deallocation_stream`).
+
+        Idempotent.  Afterwards ``handle`` and ``size`` are 0 and the buffer
+        cannot be used.
+
+        Raises
+        ------
+        CUDAError
+            If the memory resource fails to free the memory (the buffer is
+            closed regardless).
+        TypeError
+            If ``stream`` is not a stream.
+        """
+        if self._closed:
+            return
+        if stream is None:
+            s = None
+        else:
+            s = stream if stream.__class__ is _Stream else _stream_accept(stream, "stream")
+        self._closed = True
+        self._ptr = 0
+        self._size = 0
+        self._mr = None
+        self._extra = None
+        rel = self._release
+        if rel is not None and rel.live:
+            rel.live = False  # disarms the garbage-collection path
+            if rel.__class__ is _PoolRelease:  # the common case, inline
+                if s is None:
+                    s = rel.stream
+                # A closed (destroyed) stream cannot order anything: use the legacy default.
+                status = _cuMemFreeAsync(rel.ptr, _NULL if s is None or s._closed else s._handle)
+                if status:
+                    check(status, "Buffer.close")
+            else:
+                rel.run(s)
+
+    def set_deallocation_stream(self, stream):
+        """Change the stream that will order this buffer's deallocation.
+
+        The buffer stays open.  No synchronization is done: the caller must
+        order all uses of the buffer before the deallocation on ``stream``.
+
+        Raises
+        ------
+        RuntimeError
+            If the buffer is closed.
+        TypeError
+            If ``stream`` is not a stream.
+        """
+        require_open(self, self._closed, "Buffer")
+        if stream is None:
+            raise TypeError("stream must be a Stream or GraphBuilder, not None")
+        s = _as_stream(stream)
+        if self._release is not None:
+            self._release.stream = s
+
+    def copy_to(self, dst=None, *, stream, options=None):
+        """Copy this buffer into ``dst`` asynchronously on ``stream``.
+
+        Parameters
+        ----------
+        dst : Buffer, optional
+            The destination; when omitted, one of the same size is allocated
+            from this buffer's memory resource.
+        stream : Stream or GraphBuilder
+            Keyword-only; the stream that orders the copy.
+        options : None
+            Reserved for copy options; must be None.
+
+        Returns
+        -------
+        Buffer
+            The destination buffer.
+
+        Raises
+        ------
+        ValueError
+            If the sizes differ, or ``dst`` is omitted and this buffer has no
+            memory resource.
+        TypeError
+            If ``dst`` is not a Buffer or ``stream`` is not a stream.
+        RuntimeError
+            If either buffer is closed.
+        """
+        require_open(self, self._closed, "Buffer")
+        _check_no_options(options, "copy_to")
+        s = _as_stream(stream)
+        size = self._size
+        if dst is None:
+            if self._mr is None:
+                raise ValueError(
+                    "a destination buffer must be provided (this buffer does not have a "
+                    "memory_resource)"
+                )
+            dst = self._mr.allocate(size, stream=s)
+        elif not isinstance(dst, Buffer):
+            raise TypeError(f"dst must be a Buffer, not {type(dst).__name__}")
+        else:
+            require_open(dst, dst._closed, "destination Buffer")
+        if dst._size != size:
+            raise ValueError(
+                f"buffer sizes mismatch between src and dst (sizes are: src={size}, "
+                f"dst={dst._size})"
+            )
+        if size:
+            check(lib.cuMemcpyAsync(dst._ptr, self._ptr, size, s._handle))
+        return dst
+
+    def copy_from(self, src, *, stream, options=None):
+        """Copy ``src`` into this buffer asynchronously on ``stream``.
+
+        Parameters
+        ----------
+        src : Buffer
+            The source, of the same size as this buffer.
+        stream : Stream or GraphBuilder
+            Keyword-only; the stream that orders the copy.
+        options : None
+            Reserved for copy options; must be None.
+
+        Raises
+        ------
+        ValueError
+            If the sizes differ.
+        TypeError
+            If ``src`` is not a Buffer or ``stream`` is not a stream.
+        RuntimeError
+            If either buffer is closed.
+        """
+        require_open(self, self._closed, "Buffer")
+        if not isinstance(src, Buffer):
+            raise TypeError(f"src must be a Buffer, not {type(src).__name__}")
+        require_open(src, src._closed, "source Buffer")
+        _check_no_options(options, "copy_from")
+        s = _as_stream(stream)
+        size = self._size
+        if src._size != size:
+            raise ValueError(
+                f"buffer sizes mismatch between src and dst (sizes are: src={src._size}, "
+                f"dst={size})"
+            )
+        if size:
+            check(lib.cuMemcpyAsync(self._ptr, src._ptr, size, s._handle))
+
+    def fill(self, value, *, stream):
+        """Fill this buffer with a repeated 1-, 2- or 4-byte pattern on ``stream``.
+
+        Parameters
+        ----------
+        value : int or buffer-protocol object
+            An ``int`` in ``[0, 256)`` fills bytes; an object supporting the
+            buffer protocol of 1, 2 or 4 bytes (``numpy.uint16(7)``,
+            ``numpy.float32(1.5)``, ``b"\\x01\\x02"``) fills elements of that
+            width with its raw bits.
+        stream : Stream or GraphBuilder
+            Keyword-only; the stream that orders the fill.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` is neither an int nor a buffer.
+        OverflowError
+            If an int ``value`` is outside ``[0, 256)`` (the exception is also
+            a ValueError).
+        ValueError
+            If a buffer ``value`` is not 1, 2 or 4 bytes long, or the buffer
+            size is not a multiple of that width.
+        """
+        require_open(self, self._closed, "Buffer")
+        s = _as_stream(stream)
+        val, width = _parse_fill_value(value)
+        size = self._size
+        if size % width:
+            raise ValueError(f"buffer size ({size}) must be divisible by {width}")
+        if not size:
+            return
+        if width == 1:
+            check(lib.cuMemsetD8Async(self._ptr, val, size, s._handle))
+        elif width == 2:
+            check(lib.cuMemsetD16Async(self._ptr, val, size // 2, s._handle))
+        else:
+            check(lib.cuMemsetD32Async(self._ptr, val, size // 4, s._handle))
+
+    @property
+    def handle(self):
+        """int: The address of the memory (0 once closed)."""
+        return self._ptr
+
+    @property
+    def size(self):
+        """int: The size in bytes (0 once closed)."""
+        return self._size
+
+    @property
+    def memory_resource(self):
+        """MemoryResource or None: The resource that frees this buffer."""
+        return self._mr
+
+    @property
+    def owner(self):
+        """object: The object kept alive for a buffer made with ``owner=``."""
+        extra = self._extra
+        return None if extra is None else extra.owner
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return self._closed
+
+    @property
+    def device_id(self):
+        """int: The device ordinal of this memory, or -1 when bound to no device."""
+        require_open(self, self._closed, "Buffer")
+        if self._mr is not None:
+            return self._mr.device_id
+        return self._memory_attrs()[2]
+
+    @property
+    def is_device_accessible(self):
+        """bool: Whether the GPU can access this memory."""
+        require_open(self, self._closed, "Buffer")
+        if self._mr is not None:
+            return self._mr.is_device_accessible
+        return self._memory_attrs()[0]
+
+    @property
+    def is_host_accessible(self):
+        """bool: Whether the CPU can access this memory."""
+        require_open(self, self._closed, "Buffer")
+        if self._mr is not None:
+            return self._mr.is_host_accessible
+        return self._memory_attrs()[1]
+
+    @property
+    def is_managed(self):
+        """bool: Whether this is CUDA managed (unified) memory."""
+        require_open(self, self._closed, "Buffer")
+        if self._mr is not None:
+            return bool(self._mr.is_managed)
+        return self._memory_attrs()[3]
+
+    @property
+    def is_mapped(self):
+        """bool: Whether this buffer was imported from another process via IPC."""
+        extra = self._extra
+        return extra is not None and extra.mapped
+
+    @property
+    def ipc_descriptor(self):
+        """IPCBufferDescriptor: Describes this buffer for sharing with other processes.
+
+        Raises
+        ------
+        RuntimeError
+            If the memory resource is not IPC-enabled.
+        """
+        require_open(self, self._closed, "Buffer")
+        extra = self._extra
+        if extra is None:
+            extra = self._extra = _Extra(None, None)
+        if extra.ipc is None:
+            from cuda_core._memory import _ipc
+
+            extra.ipc = _ipc.buffer_get_ipc_descriptor(self)
+        return extra.ipc
+
+    def _memory_attrs(self):
+        """(device-accessible, host-accessible, device id, managed) from the driver."""
+        extra = self._extra
+        if extra is None:
+            extra = self._extra = _Extra(None, None)
+        if extra.attrs is None:
+            extra.attrs = _query_memory_attrs(self._ptr)
+        return extra.attrs
+
+
+class MemoryResource(abc.ABC):
+    """Interface of objects that allocate and free :class:`Buffer` memory.
+
+    Subclasses implement :meth:`allocate`, :meth:`deallocate` and the
+    ``is_device_accessible`` / ``is_host_accessible`` properties (and
+    ``device_id``/``is_managed`` where the defaults do not fit).  Every buffer
+    a resource returns inherits these properties; a Python subclass usually
+    returns ``Buffer.from_handle(ptr, size, mr=self)``, which makes the buffer
+    call :meth:`deallocate` when it is closed.
+    """
+
+    __slots__ = ("__weakref__",)
+
+    @abc.abstractmethod
+    def allocate(self, size, *, stream):
+        """Allocate a buffer of ``size`` bytes.
+
+        Parameters
+        ----------
+        size : int
+            Size in bytes.
+        stream : Stream or GraphBuilder
+            Keyword-only; the stream that orders the allocation (and, for
+            stream-ordered resources, the buffer's deallocation).
+
+        Returns
+        -------
+        Buffer
+        """
+
+    @abc.abstractmethod
+    def deallocate(self, ptr, size, *, stream):
+        """Free memory that :meth:`allocate` returned.
+
+        Parameters
+        ----------
+        ptr : int
+            The address.
+        size : int
+            The size in bytes.
+        stream : Stream or GraphBuilder
+            Keyword-only; the stream that orders the deallocation.
+        """
+
+    @property
+    @abc.abstractmethod
+    def is_device_accessible(self):
+        """bool: Whether buffers from this resource are accessible from the GPU."""
+
+    @property
+    @abc.abstractmethod
+    def is_host_accessible(self):
+        """bool: Whether buffers from this resource are accessible from the CPU."""
+
+    @property
+    def is_managed(self):
+        """bool: Whether buffers from this resource are managed memory (False)."""
+        return False
+
+    @property
+    def device_id(self):
+        """int: The device this resource allocates on, or -1 (the default)."""
+        return -1
+
+
+# --------------------------------------------------------------------------
+# Deallocation (explicit close and the garbage-collection safety net)
+# --------------------------------------------------------------------------
+class _Release:
+    """Frees one allocation through ``mr.deallocate``; the Buffer's GC safety net.
+
+    Owned by exactly one Buffer and holding no reference to it, so its
+    finalizer runs when the Buffer is collected (failures become
+    :class:`~cuda_core.CUDAWarning`).  ``Buffer.close`` frees through
+    :meth:`run` instead (failures raise) after clearing ``live``.  A
+    ``__del__`` on this private object costs less per allocation than
+    ``ffi.gc`` or ``weakref.finalize`` on both interpreters.
+    """
+
+    __slots__ = ("mr", "ptr", "size", "stream", "live")
+
+    def __init__(self, mr, ptr, size, stream):
+        self.mr = mr
+        self.ptr = ptr
+        self.size = size
+        self.stream = stream
+        self.live = True
+
+    def __del__(self):
+        if self.live:
+            self.live = False
+            if not _is_finalizing():  # at exit the driver reclaims everything
+                self._collect()
+
+    def _collect(self):
+        try:
+            stream = self.stream if self.stream is not None else _default_stream()
+            self.mr.deallocate(self.ptr, self.size, stream=stream)
+        except Exception as exc:  # noqa: BLE001 - a finalizer must not raise
+            warnings.warn(
+                f"{type(self.mr).__name__}.deallocate({self.ptr:#x}, {self.size}) failed while "
+                f"a Buffer was garbage collected; the memory may have leaked: {exc}",
+                CUDAWarning,
+                stacklevel=2,
+            )
+
+    def run(self, stream):
+        if stream is None:
+            stream = self.stream if self.stream is not None else _default_stream()
+        self.mr.deallocate(self.ptr, self.size, stream=stream)
+
+
+class _PoolRelease(_Release):
+    """Frees a memory-pool allocation with ``cuMemFreeAsync`` directly."""
+
+    __slots__ = ()
+
+    def _collect(self):
+        stream = self.stream
+        handle = _NULL if stream is None or stream._closed else stream._handle
+        status = _cuMemFreeAsync(self.ptr, handle)
+        if status:
+            warn_cuda(f"cuMemFreeAsync({self.ptr:#x}) of a garbage-collected Buffer", status)
+
+    def run(self, stream):
+        if stream is None:
+            stream = self.stream
+        # A closed (destroyed) stream cannot order anything: use the legacy default.
+        handle = _NULL if stream is None or stream._closed else stream._handle
+        status = _cuMemFreeAsync(self.ptr, handle)
+        if status:
+            check(status, "Buffer.close")
+
+
+class _Extra:
+    """Rarely used Buffer state: owner, IPC descriptor, driver pointer attributes."""
+
+    __slots__ = ("owner", "ipc", "mapped", "attrs")
+
+    def __init__(self, owner, ipc_descriptor):
+        self.owner = owner
+        self.ipc = ipc_descriptor
+        self.mapped = ipc_descriptor is not None
+        self.attrs = None
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+def _as_stream(obj, what="stream"):
+    """Return ``obj`` as a Stream (TypeError naming ``what`` otherwise)."""
+    if obj.__class__ is _Stream:
+        return obj
+    return _stream_accept(obj, what)
+
+
+def _as_address(ptr):
+    if ptr is None:
+        return 0
+    if isinstance(ptr, ffi.CData):
+        return int(ffi.cast("uintptr_t", ptr))
+    try:
+        value = int(ptr)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"ptr must be an int address or a pointer object, not {type(ptr).__name__}"
+        ) from None
+    if value < 0 or value > _SIZE_MAX:
+        raise ValueError(f"ptr must be an address in [0, 2**64), got {value}")
+    return value
+
+
+def _as_size(size):
+    if isinstance(size, bool) or not hasattr(size, "__index__"):
+        raise TypeError(f"size must be an int, not {type(size).__name__}")
+    size = size.__index__()
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    if size > _SIZE_MAX:
+        raise ValueError(f"size {size} does not fit in size_t (2**64 - 1 at most)")
+    return size
+
+
+def _check_no_options(options, what):
+    if options is not None:
+        raise NotImplementedError(
+            f"Buffer.{what}: copy options are not supported by cuda_core; pass options=None"
+        )
+
+
+class _FillValueRangeError(OverflowError, ValueError):
+    """An int fill value outside [0, 256): an OverflowError (as upstream) and a ValueError."""
+
+
+def _parse_fill_value(value):
+    """Return ``(bits, width)`` for :meth:`Buffer.fill`."""
+    if isinstance(value, int):
+        if not 0 <= value < 256:
+            raise _FillValueRangeError(
+                f"fill value {value} is out of range: an int value must be in [0, 256)"
+            )
+        return int(value), 1
+    try:
+        mv = memoryview(value)
+    except TypeError:
+        raise TypeError(
+            "fill value must be an int in [0, 256) or an object supporting the buffer "
+            f"protocol (1, 2 or 4 bytes), not {type(value).__name__}"
+        ) from None
+    raw = mv.tobytes()
+    if len(raw) not in (1, 2, 4):
+        raise ValueError(f"fill value must be 1, 2 or 4 bytes long, got {len(raw)} bytes")
+    return int.from_bytes(raw, sys.byteorder), len(raw)
+
+
+def _query_memory_attrs(c_ptr):
+    """Ask the driver what kind of memory ``c_ptr`` points to."""
+    memory_type = ffi.new("unsigned int *")
+    is_managed = ffi.new("int *")
+    device_id = ffi.new("int *")
+    attrs = ffi.new(
+        "CUpointer_attribute[3]",
+        [
+            lib.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            lib.CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            lib.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        ],
+    )
+    values = ffi.new("void *[3]", [memory_type, is_managed, device_id])
+    status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
+    if status == lib.CUDA_ERROR_NOT_INITIALIZED:
+        check(lib.cuInit(0))
+        status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
+    check(status, "cuPointerGetAttributes")
+    mt = memory_type[0]
+    managed = bool(is_managed[0])
+    if mt == 0:  # not known to CUDA: plain host memory
+        return (False, True, -1, managed)
+    if managed or mt == lib.CU_MEMORYTYPE_HOST:
+        return (True, True, device_id[0], managed)
+    if mt == lib.CU_MEMORYTYPE_DEVICE:
+        return (True, False, device_id[0], managed)
+    raise ValueError(f"Unsupported memory type: {mt}")
+
+
+def _reduce_helper(mr, ipc_descriptor):
+    """Unpickle an IPC buffer: import it through ``mr`` on the default stream."""
+    c_ctx = ffi.new("CUcontext *")
+    status = lib.cuCtxGetCurrent(c_ctx)
+    if status or c_ctx[0] == ffi.NULL:
+        # A spawned process unpickles its arguments before running its
+        # target: bind a context so the default stream can be used.
+        from cuda_core._device import Device
+
+        device_id = mr.device_id
+        (Device(device_id) if device_id >= 0 else Device()).set_current()
+    return Buffer.from_ipc_descriptor(mr, ipc_descriptor, stream=_default_stream())

@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: Apache-2.0
+"""DLPack export and import on CPython and PyPy.
+
+DLPack tensors travel in ``PyCapsule`` objects, which only the Python C API
+can create or open.  The extension does that in C (``cc_dlpack_export``,
+``cc_dlpack_take``, ``cc_dlpack_release`` in ``build_ffi.py``); objects
+cross between this module and the C code through the :data:`_bridge` dict,
+keyed by a per-call token, so the same code runs on both interpreters.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+
+from cuda_core._cuda_ffi import ffi, lib
+
+__all__ = [
+    "DLDataTypeCode",
+    "DLDeviceType",
+    "capsule_from_tensor",
+    "classify_dl_device",
+    "make_py_capsule",
+    "take_capsule",
+]
+
+#: Exchange slots with the C helpers: token -> object (read and written by C).
+_bridge = {}
+_tokens = itertools.count(1)
+
+DLPACK_MAJOR_VERSION = 1
+DLPACK_MINOR_VERSION = 0
+DLPACK_FLAG_BITMASK_READ_ONLY = 1
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack device types that cuda_core produces or accepts."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLCUDAManaged = 13
+
+
+class DLDataTypeCode(enum.IntEnum):
+    """DLPack data type codes."""
+
+    kDLInt = 0
+    kDLUInt = 1
+    kDLFloat = 2
+    kDLBfloat = 4
+    kDLComplex = 5
+    kDLBool = 6
+
+
+def classify_dl_device(buf):
+    """Return the DLPack ``(device_type, device_id)`` pair of a buffer.
+
+    ``buf`` must expose ``is_device_accessible``, ``is_host_accessible``,
+    ``is_managed`` and ``device_id``.  Pinned and managed memory report
+    device id 0, as the DLPack specification asks.
+    """
+    d = buf.is_device_accessible
+    h = buf.is_host_accessible
+    if d and not h:
+        return (int(DLDeviceType.kDLCUDA), int(buf.device_id))
+    if d and h:
+        if buf.is_managed:
+            return (int(DLDeviceType.kDLCUDAManaged), 0)
+        return (int(DLDeviceType.kDLCUDAHost), 0)
+    if h:
+        return (int(DLDeviceType.kDLCPU), 0)
+    raise BufferError("buffer is neither device-accessible nor host-accessible")
+
+
+def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned, readonly=False):
+    """Build a DLPack capsule describing memory that ``owner`` keeps alive.
+
+    Parameters
+    ----------
+    owner : object
+        Referenced by the tensor's ``manager_ctx`` until the consumer calls
+        the deleter (or the unconsumed capsule is destroyed).
+    data : int
+        Address of the first element.
+    device : tuple
+        DLPack ``(device_type, device_id)``.
+    dtype : tuple
+        DLPack ``(code, bits, lanes)``.
+    shape, strides : sequence of int
+        Extents and strides (in elements), of equal length.
+    versioned : bool
+        Produce a ``dltensor_versioned`` capsule (DLPack 1.0) instead of a
+        legacy ``dltensor`` one.
+    readonly : bool
+        Set the read-only flag (versioned capsules only).
+    """
+    ndim = len(shape)
+    if len(strides) != ndim:
+        raise BufferError("shape and strides must have the same length")
+    c_shape = ffi.new("int64_t[]", list(shape)) if ndim else ffi.NULL
+    c_strides = ffi.new("int64_t[]", list(strides)) if ndim else ffi.NULL
+    code, bits, lanes = dtype
+    flags = DLPACK_FLAG_BITMASK_READ_ONLY if (readonly and versioned) else 0
+    token = next(_tokens)
+    _bridge[token] = owner
+    try:
+        rc = lib.cc_dlpack_export(
+            token,
+            1 if versioned else 0,
+            ffi.cast("void *", data),
+            device[0],
+            device[1],
+            ndim,
+            code,
+            bits,
+            lanes,
+            c_shape,
+            c_strides,
+            flags,
+        )
+        if rc != 0:
+            raise BufferError("could not create the DLPack capsule")
+        return _bridge[token]
+    finally:
+        _bridge.pop(token, None)
+
+
+def make_py_capsule(buf, versioned):
+    """Export the bytes of a :class:`~cuda_core.Buffer` as a 1-D int8 tensor."""
+    device = classify_dl_device(buf)
+    size = buf.size
+    return capsule_from_tensor(
+        buf,
+        buf.handle,
+        device,
+        (int(DLDataTypeCode.kDLInt), 8, 1),
+        (size,),
+        (1,),
+        versioned=versioned,
+    )
+
+
+class _Consumed:
+    """A managed tensor taken from a capsule; calls its deleter when released."""
+
+    __slots__ = ("tensor", "versioned", "_gc")
+
+    def __init__(self, c_ptr, versioned):
+        self.versioned = versioned
+        if versioned:
+            managed = ffi.cast("DLManagedTensorVersioned *", c_ptr)
+        else:
+            managed = ffi.cast("DLManagedTensor *", c_ptr)
+        self.tensor = managed.dl_tensor
+        # The producer's deleter runs when this object goes away (safety net)
+        # or at release(); never twice.
+        self._gc = ffi.gc(c_ptr, _release_versioned if versioned else _release_plain)
+
+    @property
+    def flags(self):
+        if not self.versioned:
+            return 0
+        return int(ffi.cast("DLManagedTensorVersioned *", self._gc).flags)
+
+    def release(self):
+        """Call the producer's deleter now (idempotent)."""
+        c_ptr = self._gc
+        if c_ptr is None:
+            return
+        self._gc = None
+        ffi.gc(c_ptr, None)
+        lib.cc_dlpack_release(c_ptr, 1 if self.versioned else 0)
+
+
+def _release_plain(c_ptr):
+    lib.cc_dlpack_release(c_ptr, 0)
+
+
+def _release_versioned(c_ptr):
+    lib.cc_dlpack_release(c_ptr, 1)
+
+
+def take_capsule(capsule):
+    """Consume a DLPack capsule (marking it used) and return a ``_Consumed``.
+
+    Raises
+    ------
+    BufferError
+        If ``capsule`` is not an unconsumed DLPack capsule.
+    """
+    token = next(_tokens)
+    _bridge[token] = capsule
+    versioned = ffi.new("int *")
+    try:
+        c_ptr = lib.cc_dlpack_take(token, versioned)
+    finally:
+        _bridge.pop(token, None)
+    if c_ptr == ffi.NULL:
+        raise BufferError(
+            f"expected an unconsumed DLPack capsule, got {type(capsule).__name__} "
+            "(a capsule can be consumed only once)"
+        )
+    return _Consumed(c_ptr, bool(versioned[0]))
