@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Kernel launch latency: cuda_core vs NVIDIA cuda.core vs CuPy vs a C floor.
+
+The cases are those of NVIDIA's launch benchmark: an empty kernel, one
+pointer argument, 16 and 256 pointer arguments (passed as Python ints), and
+512 doubles.  Every implementation launches the same cubin (compiled once by
+cuda_core) with grid = block = 1, on its own stream, in the same process.
+
+The C floor is a loop in C (``cc_bench_launch_loop``) calling
+``cuLaunchKernel`` with a parameter array prepared once: what a launch costs
+without any Python.  It is measured with the ``CUkernel`` handle that
+cuda_core launches, and, for reference, with ``cuLaunchKernelEx`` and with the
+context's ``CUfunction``.
+
+Methodology, identical for every implementation: launches are timed in
+batches of ``BATCH``; after each batch the stream is synchronized outside the
+timed region, so the launch queue never fills up and only the host-side cost
+of submitting a launch is measured.  The reported time is the median over the
+batches, in microseconds per launch.
+
+Run: ``python benchmarks/bench_launch.py [--breakdown]`` (CPython: all peers
+found; PyPy: cuda_core and the C floor; ``--breakdown`` also prints where
+cuda_core's time goes).  Exits 0 with a message when no GPU is present.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+from _harness import IMPL, optional_import, report  # noqa: E402
+
+BATCH = 256
+WARMUP_BATCHES = 12  # also lets PyPy's JIT compile the launch loop
+MIN_BATCHES = 40
+MIN_TIME = 0.3  # seconds of timed launches per case and implementation
+
+KERNEL_SOURCE = r"""
+#define ITEM_PARAM(x, T) T x
+#define REP1(x, T)   , ITEM_PARAM(x, T)
+#define REP2(x, T)   REP1(x##0, T)   REP1(x##1, T)
+#define REP4(x, T)   REP2(x##0, T)   REP2(x##1, T)
+#define REP8(x, T)   REP4(x##0, T)   REP4(x##1, T)
+#define REP16(x, T)  REP8(x##0, T)   REP8(x##1, T)
+#define REP32(x, T)  REP16(x##0, T)  REP16(x##1, T)
+#define REP64(x, T)  REP32(x##0, T)  REP32(x##1, T)
+#define REP128(x, T) REP64(x##0, T)  REP64(x##1, T)
+#define REP256(x, T) REP128(x##0, T) REP128(x##1, T)
+
+extern "C" __global__ void empty_kernel() { return; }
+extern "C" __global__ void small_kernel(float *f) { *f = 0.0f; }
+extern "C" __global__ void small_kernel_16_args(
+    ITEM_PARAM(F, int *) REP1(A, int *) REP2(A, int *) REP4(A, int *) REP8(A, int *))
+{ *F = 0; }
+extern "C" __global__ void small_kernel_256_args(
+    ITEM_PARAM(F, int *) REP1(A, int *) REP2(A, int *) REP4(A, int *) REP8(A, int *)
+    REP16(A, int *) REP32(A, int *) REP64(A, int *) REP128(A, int *))
+{ *F = 0; }
+extern "C" __global__ void small_kernel_512_doubles(
+    ITEM_PARAM(F, double) REP1(A, double) REP2(A, double) REP4(A, double) REP8(A, double)
+    REP16(A, double) REP32(A, double) REP64(A, double) REP128(A, double) REP256(A, double))
+{ return; }
+"""
+
+
+def _no_gpu_reason():
+    try:
+        from cuda_core import Device
+
+        dev = Device(0)
+        dev.set_current()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no usable GPU"
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def time_launches(batch, sync):
+    """Return the median microseconds per launch of ``batch(n)`` (n launches)."""
+    for _ in range(WARMUP_BATCHES):
+        batch(BATCH)
+        sync()
+    samples = []
+    spent = 0.0
+    while len(samples) < MIN_BATCHES or spent < MIN_TIME:
+        t0 = time.perf_counter()
+        batch(BATCH)
+        dt = time.perf_counter() - t0
+        sync()
+        samples.append(dt / BATCH)
+        spent += dt
+    return statistics.median(samples) * 1e6
+
+
+def _breakdown(case, stream, config, kernel, args, total):
+    """Print where cuda_core's launch time goes (``--breakdown``).
+
+    * blob only: ``cc_launch_blob`` on arguments packed once (C side + driver);
+    * pack only: the argument plan's checks and packing, no driver call;
+    * call only: calling a Python function like ``launch(s, c, k, *args)``
+      that does nothing (the interpreter's cost of the call pattern);
+    * positional: ``launch`` called with the arguments spelled out instead of
+      ``*args`` (up to 16 arguments).
+    """
+    from cuda_core import _launcher
+    from cuda_core._cuda_ffi import ffi, lib
+
+    cfg = config._prepare()[1]
+    s_h = stream._h
+    plan, blob = _launcher._packed_arguments(kernel, args, cfg, s_h)
+    c_blob = ffi.new("char[]", blob)
+    go = lib.cc_launch_blob
+
+    def blob_only(n):
+        for _ in range(n):
+            go(c_blob)
+
+    if _launcher._IS_PYPY:
+        st = _launcher._thread_state(plan.size)
+        fill = plan.fill
+
+        def pack_only(n):
+            for _ in range(n):
+                fill(st, cfg, s_h, args)
+
+    else:
+        pack = plan.pack
+
+        def pack_only(n):
+            for _ in range(n):
+                pack(cfg, s_h, args)
+
+    def nothing(stream, config, kernel, *kernel_args):
+        return None
+
+    def call_only(n):
+        for _ in range(n):
+            nothing(stream, config, kernel, *args)
+
+    parts = {
+        "total": total,
+        "blob only": time_launches(blob_only, stream.sync),
+        "pack only": time_launches(pack_only, lambda: None),
+        "call only": time_launches(call_only, lambda: None),
+    }
+    if len(args) <= 16:
+        names = ", ".join(f"a{i}" for i in range(len(args)))
+        src = (
+            f"def positional(n, launch, stream, config, kernel, {names}):\n"
+            f"    for _ in range(n):\n"
+            f"        launch(stream, config, kernel{', ' if args else ''}{names})\n"
+        )
+        namespace = {}
+        exec(src, namespace)  # noqa: S102 - fixed text
+        positional = namespace["positional"]
+        from cuda_core import launch
+
+        def positional_launch(n):
+            positional(n, launch, stream, config, kernel, *args)
+
+        parts["positional"] = time_launches(positional_launch, stream.sync)
+    text = ", ".join(f"{k}={v:.3f}us" for k, v in parts.items())
+    print(f"[{IMPL}] bench_launch breakdown | {case}: {text}", flush=True)
+
+
+def main():
+    breakdown = "--breakdown" in sys.argv[1:]
+    reason = _no_gpu_reason()
+    if reason is not None:
+        print(f"bench_launch: skipped, no usable CUDA GPU ({reason})")
+        return 0
+
+    from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch
+    from cuda_core._cuda_ffi import ffi, lib
+    from cuda_core._errors import check
+
+    dev = Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+    prog = Program(KERNEL_SOURCE, "c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
+    module = prog.compile("cubin")
+    cubin = bytes(module.code)
+
+    scratch = dev.allocate(512 * 4, stream=stream)
+    stream.sync()
+    ptrs = tuple(scratch.handle + 4 * i for i in range(512))
+    doubles = tuple(1.2345 + i for i in range(512))
+    cases = [
+        ("empty kernel", "empty_kernel", ()),
+        ("1 pointer arg", "small_kernel", ptrs[:1]),
+        ("16 args", "small_kernel_16_args", ptrs[:16]),
+        ("256 args", "small_kernel_256_args", ptrs[:256]),
+        ("512 doubles", "small_kernel_512_doubles", doubles),
+    ]
+
+    peers = {}
+    cc = optional_import("cuda.core")
+    if cc is not None and not hasattr(cc, "launch"):
+        cc = optional_import("cuda.core.experimental")
+    if cc is not None:
+        try:
+            cc_dev = cc.Device(0)
+            cc_dev.set_current()
+            cc_stream = cc_dev.create_stream()
+            if hasattr(cc.ObjectCode, "from_cubin"):
+                cc_module = cc.ObjectCode.from_cubin(cubin)
+            else:  # cuda.core 0.1
+                cc_module = cc.ObjectCode(cubin, "cubin")
+            peers["cuda.core"] = (cc, cc_stream, cc_module, cc.LaunchConfig(grid=1, block=1))
+        except Exception as exc:  # noqa: BLE001 - report and go on without it
+            print(f"[{IMPL}] bench_launch: NVIDIA cuda.core unusable here: {exc}")
+    cp = optional_import("cupy")
+    cubin_path = None
+    if cp is not None:
+        try:
+            fd, cubin_path = tempfile.mkstemp(suffix=".cubin")
+            with os.fdopen(fd, "wb") as f:
+                f.write(cubin)
+            peers["cupy"] = (cp, cp.cuda.Stream(non_blocking=True), cp.RawModule(path=cubin_path))
+        except Exception as exc:  # noqa: BLE001
+            print(f"[{IMPL}] bench_launch: CuPy unusable here: {exc}")
+    dev.set_current()
+
+    config = LaunchConfig(grid=1, block=1)
+    c_stream = stream._handle
+    for case, name, args in cases:
+        results = {}
+        kernel = module.get_kernel(name)
+
+        def ours(n, kernel=kernel, args=args):
+            for _ in range(n):
+                launch(stream, config, kernel, *args)
+
+        results["cuda_core"] = time_launches(ours, stream.sync)
+
+        if "cuda.core" in peers:
+            mod, cc_stream, cc_module, cc_config = peers["cuda.core"]
+            cc_kernel = cc_module.get_kernel(name)
+            cc_launch = mod.launch
+
+            def theirs(n, k=cc_kernel, args=args, s=cc_stream, c=cc_config, go=cc_launch):
+                for _ in range(n):
+                    go(s, c, k, *args)
+
+            results["cuda.core"] = time_launches(theirs, cc_stream.sync)
+            dev.set_current()
+        if "cupy" in peers:
+            cupy, cp_stream, cp_module = peers["cupy"]
+            cp_kernel = cp_module.get_function(name)
+
+            def cupy_launch(n, k=cp_kernel, args=args, s=cp_stream):
+                for _ in range(n):
+                    k((1,), (1,), args, stream=s)
+
+            results["cupy"] = time_launches(cupy_launch, cp_stream.synchronize)
+            dev.set_current()
+
+        # C floor: a prepared parameter array, launched from a C loop.
+        if name == "small_kernel_512_doubles":
+            values = ffi.new("double[]", list(args) or [0.0])
+            width = 8
+        else:
+            values = ffi.new("unsigned long long[]", list(args) or [0])
+            width = 8
+        base = ffi.cast("char *", values)
+        params = ffi.new("void *[]", [base + width * i for i in range(len(args))] or [ffi.NULL])
+        c_params = params if args else ffi.NULL
+        c_kernel = ffi.cast("CUfunction", kernel._handle)
+        pfunc = ffi.new("CUfunction *")
+        check(lib.cuKernelGetFunction(pfunc, kernel._handle))
+        for label, func, use_ex in (
+            ("C floor", c_kernel, 0),
+            ("C floor Ex", c_kernel, 1),
+            ("C floor CUfunction", pfunc[0], 0),
+        ):
+
+            def floor(n, func=func, use_ex=use_ex, c_params=c_params):
+                check(lib.cc_bench_launch_loop(func, c_stream, c_params, n, use_ex))
+
+            results[label] = time_launches(floor, stream.sync)
+        report("bench_launch", case, results)
+        if breakdown:
+            _breakdown(case, stream, config, kernel, args, results["cuda_core"])
+
+    if cubin_path is not None:
+        os.unlink(cubin_path)
+    scratch.close(stream)
+    stream.close()
+    module.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
