@@ -798,14 +798,15 @@ CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags);
 CUresult cuStreamGetPriority(CUstream hStream, int *priority);
-CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
+@9020 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
 CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId);
 @12080 CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device);
 CUresult cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
-CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out);
-CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags);
+@11030 CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out);
+@11030 CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags);
+@12030 CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode);
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode);
 CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);
 CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
@@ -898,7 +899,7 @@ CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel ker
 CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
 @12030 CUresult cuKernelGetName(const char **name, CUkernel hfunc);
 @12040 CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
-@12040 CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel);
+@12050 CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel);
 CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
 CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc);
@@ -938,18 +939,18 @@ CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, con
 CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event);
 CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
 CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr);
-CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams);
+@12020 CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams);
 CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
 CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams);
 CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags);
 CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
 CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes);
-CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges);
+@10000 CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges);
 CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type);
-CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies);
-CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, size_t *numDependentNodes);
-CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
-CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
+@10000 CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies);
+@10000 CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, size_t *numDependentNodes);
+@10000 CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
+@10000 CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
 CUresult cuGraphDestroyNode(CUgraphNode hNode);
 CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams);
 CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
@@ -1101,14 +1102,43 @@ nvvmResult nvvmGetProgramLog(nvvmProgram prog, char *buffer);
 # --------------------------------------------------------------------------
 # Launch fast path: one extension call per kernel launch.
 # --------------------------------------------------------------------------
+# cc_launch_cfg: a launch configuration prepared once per LaunchConfig (grid
+# in blocks, the launch attributes it needs); the stream comes per launch.
+# cc_arg_layout: the kernel and the offsets of its packed arguments, prepared
+# once per kernel and combination of argument types.
+LAUNCH_TYPES = r"""
+typedef struct {
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    unsigned int numAttrs;
+    CUlaunchAttribute attrs[4];
+} cc_launch_cfg;
+typedef struct {
+    CUfunction func;
+    unsigned int nargs;
+    unsigned int offsets[];
+} cc_arg_layout;
+"""
+
 LAUNCH_CDEF = r"""
 CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
                    CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
                    void **params);
+""" + LAUNCH_TYPES + r"""CUresult cc_launch_blob(const char *blob);
+CUresult cc_bench_launch_loop(CUfunction f, CUstream stream, void **params,
+                              unsigned int count, int use_ex);
 """
 
 LAUNCH_SOURCE = r"""
+#include <stdlib.h>
+#include <string.h>
+
 CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
                    CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
@@ -1121,6 +1151,72 @@ CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int 
     cfg.attrs = attrs;
     cfg.numAttrs = nattrs;
     return cuLaunchKernelEx(&cfg, f, params, NULL);
+}
+""" + LAUNCH_TYPES + r"""
+#define CC_STACK_PARAMS 512
+
+/* The launch hot path: one call per launch, with one argument so that the
+   call is as cheap as the interpreter allows.  ``blob`` starts with three
+   pointer-sized words -- the argument layout (kernel + offsets, prepared once
+   per kernel and argument types), the launch configuration (prepared once per
+   LaunchConfig, only read here, possibly shared between threads) and the
+   stream -- followed by the packed argument values; argument i starts at
+   ``blob + layout->offsets[i]``.  The driver copies the parameter values
+   before cuLaunchKernelEx returns, so the blob may be reused right after. */
+CUresult cc_launch_blob(const char *blob) {
+    const cc_arg_layout *layout;
+    const cc_launch_cfg *cfg;
+    CUstream stream;
+    CUlaunchConfig c;
+    void *stack_params[CC_STACK_PARAMS];
+    void **params = NULL;
+    unsigned int i, nargs;
+    CUresult r;
+    memcpy(&layout, blob, sizeof(layout));
+    memcpy(&cfg, blob + sizeof(void *), sizeof(cfg));
+    memcpy(&stream, blob + 2 * sizeof(void *), sizeof(stream));
+    c.gridDimX = cfg->gridDimX; c.gridDimY = cfg->gridDimY; c.gridDimZ = cfg->gridDimZ;
+    c.blockDimX = cfg->blockDimX; c.blockDimY = cfg->blockDimY; c.blockDimZ = cfg->blockDimZ;
+    c.sharedMemBytes = cfg->sharedMemBytes;
+    c.hStream = stream;
+    c.attrs = (CUlaunchAttribute *)cfg->attrs;
+    c.numAttrs = cfg->numAttrs;
+    nargs = layout->nargs;
+    if (nargs > 0) {
+        if (nargs <= CC_STACK_PARAMS) {
+            params = stack_params;
+        } else {
+            params = (void **)malloc(sizeof(void *) * (size_t)nargs);
+            if (params == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        for (i = 0; i < nargs; i++) params[i] = (void *)(blob + layout->offsets[i]);
+    }
+    r = cuLaunchKernelEx(&c, layout->func, params, NULL);
+    if (params != NULL && params != stack_params) free(params);
+    return r;
+}
+
+/* Benchmark floor: ``count`` launches of a 1x1 grid from C, with a
+   prepared parameter array (cuLaunchKernel, or cuLaunchKernelEx when
+   ``use_ex``).  Returns the first failure. */
+CUresult cc_bench_launch_loop(CUfunction f, CUstream stream, void **params,
+                              unsigned int count, int use_ex) {
+    unsigned int i;
+    CUresult r = CUDA_SUCCESS;
+    CUlaunchConfig c;
+    c.gridDimX = c.gridDimY = c.gridDimZ = 1;
+    c.blockDimX = c.blockDimY = c.blockDimZ = 1;
+    c.sharedMemBytes = 0;
+    c.hStream = stream;
+    c.attrs = NULL;
+    c.numAttrs = 0;
+    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        if (use_ex)
+            r = cuLaunchKernelEx(&c, f, params, NULL);
+        else
+            r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL);
+    }
+    return r;
 }
 """
 
@@ -1366,6 +1462,63 @@ CUresult cc_pool_alloc_status(void) { return cc_pool_status; }
 
 
 # --------------------------------------------------------------------------
+# Streams and events: create one in a given context in a single call (the
+# context is pushed only when it is not already current, and popped again),
+# so Device.create_stream / create_event / Stream.record cost one call into
+# the extension.  ctx NULL means "the current context".
+# --------------------------------------------------------------------------
+STREAM_CDEF = r"""
+CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out);
+CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out);
+"""
+
+STREAM_SOURCE = r"""
+static CUresult cc_enter_ctx(CUcontext ctx, int *pushed) {
+    CUcontext cur = NULL;
+    CUresult r;
+    *pushed = 0;
+    if (ctx == NULL) return CUDA_SUCCESS;
+    r = cuCtxGetCurrent(&cur);
+    if (r != CUDA_SUCCESS || cur == ctx) return r;
+    r = cuCtxPushCurrent(ctx);
+    if (r == CUDA_SUCCESS) *pushed = 1;
+    return r;
+}
+
+static CUresult cc_leave_ctx(int pushed) {
+    CUcontext popped;
+    return pushed ? cuCtxPopCurrent(&popped) : CUDA_SUCCESS;
+}
+
+CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out) {
+    int pushed;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r != CUDA_SUCCESS) return r;
+    r = cuStreamCreateWithPriority(out, flags, priority);
+    r2 = cc_leave_ctx(pushed);
+    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+        cuStreamDestroy(*out);
+        r = r2;
+    }
+    return r;
+}
+
+CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out) {
+    int pushed;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r != CUDA_SUCCESS) return r;
+    r = cuEventCreate(out, flags);
+    r2 = cc_leave_ctx(pushed);
+    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+        cuEventDestroy(*out);
+        r = r2;
+    }
+    return r;
+}
+"""
+
+
+# --------------------------------------------------------------------------
 # Helpers implemented in C: library loading, missing-symbol reports, and the
 # Python host-callback trampoline used by graphs.
 # --------------------------------------------------------------------------
@@ -1382,13 +1535,57 @@ const char *cc_library_error(int which);
 int cc_library_path(int which, char *buf, size_t len);
 const char *cc_take_missing(int *version);
 extern "Python" void cc_host_callback(void *userData);
+void cc_user_object_release(void *token);
+size_t cc_take_released(unsigned long long *out, size_t max);
+size_t cc_released_pending(void);
 """
 
 HELPER_SOURCE = r"""
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Graph attachments.  A CUDA user object's destructor runs on a driver
+   thread where neither CUDA nor Python may be called: it only queues its
+   token here, and cuda_core.graph drains the queue from Python (dropping the
+   objects the token kept alive) at its next safe point.  A failed realloc
+   leaks the token (its objects stay alive) rather than losing track of it. */
+static pthread_mutex_t cc_released_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long *cc_released_buf;
+static size_t cc_released_len, cc_released_cap;
+
+void cc_user_object_release(void *token) {
+    pthread_mutex_lock(&cc_released_lock);
+    if (cc_released_len == cc_released_cap) {
+        size_t cap = cc_released_cap ? 2 * cc_released_cap : 64;
+        unsigned long long *p = (unsigned long long *)realloc(cc_released_buf, cap * sizeof *p);
+        if (p == NULL) {
+            pthread_mutex_unlock(&cc_released_lock);
+            return;
+        }
+        cc_released_buf = p;
+        cc_released_cap = cap;
+    }
+    cc_released_buf[cc_released_len] = (unsigned long long)(uintptr_t)token;
+    __atomic_store_n(&cc_released_len, cc_released_len + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&cc_released_lock);
+}
+
+size_t cc_take_released(unsigned long long *out, size_t max) {
+    size_t n;
+    pthread_mutex_lock(&cc_released_lock);
+    n = cc_released_len < max ? cc_released_len : max;
+    if (n) memcpy(out, cc_released_buf + (cc_released_len - n), n * sizeof *out);
+    __atomic_store_n(&cc_released_len, cc_released_len - n, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&cc_released_lock);
+    return n;
+}
+
+size_t cc_released_pending(void) {
+    return __atomic_load_n(&cc_released_len, __ATOMIC_ACQUIRE);
+}
 
 #define CC_NLIBS 4
 typedef struct {
@@ -1607,6 +1804,7 @@ def _build():
     vm_cdef, vm_src = _wrappers(NVVM_FUNCTIONS, 3, "CC_MISSING_SYMBOL", "cc_resolve_nvvm")
     ffi.cdef(
         types + HELPER_CDEF + drv_cdef + rtc_cdef + jit_cdef + vm_cdef + LAUNCH_CDEF + MEMORY_CDEF
+        + STREAM_CDEF
     )
     helper_defs = "\n".join(line for line in HELPER_CDEF.splitlines() if line.startswith("#define"))
     source = "\n".join(
@@ -1621,6 +1819,7 @@ def _build():
             jit_src,
             vm_src,
             LAUNCH_SOURCE,
+            STREAM_SOURCE,
             MEMORY_TYPES,
             MEMORY_SOURCE,
         ]

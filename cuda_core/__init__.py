@@ -8,6 +8,12 @@ library; each library is found and loaded at its first use (see
 
 from __future__ import annotations
 
+# Subpackages imported with the package, as in cuda.core.
+from cuda_core import graph
+
+# --- public classes (one import line per module; keep sorted) ---
+from cuda_core._context import Context
+from cuda_core._device import Device
 from cuda_core._errors import (
     CUDAError,
     CUDAWarning,
@@ -16,6 +22,32 @@ from cuda_core._errors import (
     NVRTCError,
     NVVMError,
 )
+from cuda_core._event import Event, EventOptions
+from cuda_core._kernel import Kernel
+from cuda_core._launch_config import LaunchConfig
+from cuda_core._launcher import launch
+from cuda_core._linker import Linker, LinkerOptions
+from cuda_core._memory import (
+    Buffer,
+    DeviceMemoryResource,
+    DeviceMemoryResourceOptions,
+    GraphMemoryResource,
+    LegacyPinnedMemoryResource,
+    ManagedBuffer,
+    ManagedMemoryResource,
+    ManagedMemoryResourceOptions,
+    MemoryResource,
+    PinnedMemoryResource,
+    PinnedMemoryResourceOptions,
+    VirtualMemoryResource,
+    VirtualMemoryResourceOptions,
+)
+from cuda_core._module import ObjectCode
+from cuda_core._program import Program, ProgramOptions
+from cuda_core._stream import (
+    LEGACY_DEFAULT_STREAM,
+    PER_THREAD_DEFAULT_STREAM,
+    Stream,
+    StreamOptions,
+)
 from cuda_core._version import __version__
-
-# --- public classes (one import line per module; keep sorted) ---

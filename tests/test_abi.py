@@ -172,3 +172,77 @@ def test_cdefs_match_headers(header, tmp_path):
         f"{header}: {structs} sizes, {fields} field offsets, {consts} constants compared"
         f"; newer than this header: {', '.join(absent) or 'none'}"
     )
+
+
+def _driver_signatures():
+    """Yield (cdef name, base name, requested version, restype, params)."""
+    import importlib.util
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(
+        "_cc_build_ffi", os.path.join(root, "build_ffi.py")
+    )
+    build_ffi = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_ffi)
+    for version, restype, name, params, _ in build_ffi._parse(build_ffi.DRIVER_FUNCTIONS):
+        base = re.sub(r"_v\d+$", "", name)
+        yield name, base, version or build_ffi.DEFAULT_DRIVER_VERSION, restype, params
+
+
+def test_driver_entry_point_versions_match_typedefs(tmp_path):
+    """Each entry point's requested version resolves to the declared signature.
+
+    ``cuGetProcAddress(name, version)`` returns the newest variant of ``name``
+    introduced at or before ``version``; ``cudaTypedefs.h`` names each variant
+    ``PFN_<name>_v<version>``.  The probe assigns each of those pointer types
+    to a pointer with the cdef's signature; any difference fails to compile.
+    """
+    cuda_h = find_header("cuda.h")
+    typedefs_h = cuda_h and os.path.join(os.path.dirname(cuda_h), "cudaTypedefs.h")
+    if not typedefs_h or not os.path.exists(typedefs_h):
+        pytest.skip("cudaTypedefs.h not found (install the CUDA toolkit)")
+    with open(typedefs_h) as f:
+        text = f.read()
+    variants = {}
+    for base, ver in re.findall(r"\*\s*PFN_(\w+?)_v(\d+)\)", text):
+        variants.setdefault(base, []).append(int(ver))
+    lines = ["#include <cuda.h>", "#include <cudaTypedefs.h>"]
+    unresolvable = []
+    checked = 0
+    for name, base, version, restype, params in _driver_signatures():
+        usable = [v for v in variants.get(base, []) if v <= version]
+        if not usable:
+            unresolvable.append(f"{name} @{version}: variants {sorted(variants.get(base, []))}")
+            continue
+        # cuda.h maps some base names to versioned macros; #undef them so the
+        # probe names only our declaration.
+        lines.append(f"#undef {name}")
+        lines.append(f"static {restype} (*chk_{name})({params}) = (PFN_{base}_v{max(usable)})0;")
+        checked += 1
+    assert not unresolvable, "entry points with no variant at the requested version:\n" + (
+        "\n".join(unresolvable)
+    )
+    lines.append("int main(void) { return 0; }")
+    src = tmp_path / "sigs.c"
+    src.write_text("\n".join(lines))
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    r = subprocess.run(
+        [
+            cc,
+            "-Werror=incompatible-pointer-types",
+            "-Wno-unused-variable",
+            "-I",
+            os.path.dirname(cuda_h),
+            "-c",
+            str(src),
+            "-o",
+            str(tmp_path / "sigs.o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    errors = [ln for ln in r.stderr.splitlines() if "error" in ln]
+    assert r.returncode == 0, f"{len(errors)} signature mismatches:\n" + "\n".join(errors[:40])
+    print(f"{checked} driver entry points checked against cudaTypedefs.h")

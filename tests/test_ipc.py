@@ -225,11 +225,6 @@ def test_explicit_handle_and_descriptor(device, stream):
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    reason="known issue: on the H200 test machine (driver 580) the child's first copy from an "
-    "imported host-NUMA pinned pool fails with CUDA_ERROR_INVALID_VALUE; device-pool IPC works",
-    strict=False,
-)
 def test_pinned_buffer_shared_with_second_process(device, stream):
     supported = ffi.new("int *")
     check(

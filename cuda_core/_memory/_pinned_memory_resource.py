@@ -10,7 +10,7 @@ import platform
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _ipc
-from cuda_core._memory._memory_pool import _MemPool
+from cuda_core._memory._memory_pool import _MemPool, _set_peer_access
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["PinnedMemoryResource", "PinnedMemoryResourceOptions"]
@@ -129,6 +129,11 @@ class PinnedMemoryResource(_MemPool):
         mr = _ipc.mempool_from_allocation_handle(cls, alloc_handle, -1)
         if not hasattr(mr, "_numa_id"):
             mr._numa_id = -1
+        # Access rights are not carried over by IPC: an imported host pool is
+        # reachable from no device until the importing process grants it.
+        count = ffi.new("int *")
+        check(lib.cuDeviceGetCount(count), "cuDeviceGetCount")
+        _set_peer_access(mr, list(range(count[0])), [])
         return mr
 
     @property

@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Memory allocated inside graphs: :class:`GraphMemoryResource`.
+
+Allocations made from a :class:`GraphMemoryResource` on a stream that is
+capturing a graph become allocation nodes of that graph
+(``cuMemAllocAsync`` during capture); freeing such a buffer on the capturing
+stream adds a free node.  The memory comes from the device's graph memory
+pool, whose usage :attr:`GraphMemoryResource.attributes` reports.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._memory._buffer import Buffer, MemoryResource
+
+__all__ = ["GraphMemoryResource"]
+
+_instances = {}  # device ordinal -> GraphMemoryResource (process-wide singletons)
+_lock = threading.Lock()
+_SIZE_MAX = (1 << 64) - 1
+
+
+class _HighWatermarkError(AttributeError, ValueError):
+    """A high watermark set to a value other than 0.
+
+    An AttributeError (as NVIDIA's ``cuda.core`` raises) and a ValueError.
+    """
+
+
+class GraphMemoryResourceAttributes:
+    """Usage of a device's graph memory pool (``cuDeviceGetGraphMemAttribute``).
+
+    Obtained from :attr:`GraphMemoryResource.attributes`.  The high
+    watermarks can be reset by setting them to 0.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = ("_device_id",)
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "GraphMemoryResourceAttributes cannot be instantiated directly; use "
+            "GraphMemoryResource.attributes"
+        )
+
+    @classmethod
+    def _init(cls, device_id):
+        self = object.__new__(cls)
+        self._device_id = device_id
+        return self
+
+    def __repr__(self):
+        names = ("reserved_mem_current", "reserved_mem_high", "used_mem_current", "used_mem_high")
+        values = ", ".join(f"{name}={getattr(self, name)}" for name in names)
+        return f"GraphMemoryResourceAttributes({values})"
+
+    def _get(self, attr):
+        value = ffi.new("cuuint64_t *")
+        check(lib.cuDeviceGetGraphMemAttribute(self._device_id, attr, value))
+        return int(value[0])
+
+    def _reset(self, attr, name, value):
+        if isinstance(value, bool) or not hasattr(value, "__index__") or value.__index__() != 0:
+            raise _HighWatermarkError(
+                f"Attribute {name!r} may only be set to zero (got {value!r})."
+            )
+        zero = ffi.new("cuuint64_t *", 0)
+        check(lib.cuDeviceSetGraphMemAttribute(self._device_id, attr, zero))
+
+    @property
+    def reserved_mem_current(self):
+        """int: Bytes of backing memory currently reserved for graph allocations."""
+        return self._get(lib.CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)
+
+    @property
+    def reserved_mem_high(self):
+        """int: High watermark of reserved backing memory; set it to 0 to reset it."""
+        return self._get(lib.CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+
+    @reserved_mem_high.setter
+    def reserved_mem_high(self, value):
+        self._reset(lib.CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, "reserved_mem_high", value)
+
+    @property
+    def used_mem_current(self):
+        """int: Bytes of graph memory currently in use."""
+        return self._get(lib.CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)
+
+    @property
+    def used_mem_high(self):
+        """int: High watermark of graph memory in use; set it to 0 to reset it."""
+        return self._get(lib.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
+
+    @used_mem_high.setter
+    def used_mem_high(self, value):
+        self._reset(lib.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, "used_mem_high", value)
+
+
+class GraphMemoryResource(MemoryResource):
+    """The memory resource for allocations inside graphs (one per device).
+
+    Allocate from it with a :class:`~cuda_core.graph.GraphBuilder` (or its
+    stream) while building: the allocation becomes part of the graph.
+    Allocating on a stream that is not capturing raises RuntimeError;
+    conversely, a :class:`~cuda_core.DeviceMemoryResource` refuses to
+    allocate on a capturing stream.
+
+    Parameters
+    ----------
+    device_id : Device or int
+        The device.  ``GraphMemoryResource(d)`` returns the same object for
+        the same device.
+
+    Raises
+    ------
+    TypeError
+        If ``device_id`` is neither a Device nor an int.
+    ValueError
+        If it is negative.
+    """
+
+    __slots__ = ("_device_id",)
+
+    def __new__(cls, device_id):
+        dev = getattr(device_id, "device_id", device_id)
+        if isinstance(dev, bool) or not hasattr(dev, "__index__"):
+            raise TypeError(f"device_id must be a Device or an int, not {type(device_id).__name__}")
+        dev = dev.__index__()
+        if dev < 0:
+            raise ValueError(f"device_id must be a non-negative device ordinal, got {dev}")
+        with _lock:
+            self = _instances.get(dev)
+            if self is None:
+                self = object.__new__(cls)
+                self._device_id = dev
+                _instances[dev] = self
+        return self
+
+    def __init__(self, device_id):
+        pass
+
+    def __repr__(self):
+        return f"<GraphMemoryResource device={self._device_id}>"
+
+    def __reduce__(self):
+        return GraphMemoryResource, (self._device_id,)
+
+    def allocate(self, size, *, stream):
+        """Allocate ``size`` bytes inside the graph being captured on ``stream``.
+
+        Parameters
+        ----------
+        size : int
+            Size in bytes.
+        stream : GraphBuilder or Stream
+            A builder that is building (or its capturing stream).
+
+        Returns
+        -------
+        Buffer
+            Closing it on the capturing stream adds a free node to the graph.
+
+        Raises
+        ------
+        RuntimeError
+            If ``stream`` is not capturing a graph.
+        TypeError, ValueError
+            For a bad ``size`` or ``stream``.
+        """
+        s = _stream_of(stream)
+        if isinstance(size, bool) or not hasattr(size, "__index__"):
+            raise TypeError(f"size must be an int, not {type(size).__name__}")
+        size = size.__index__()
+        if not 0 <= size <= _SIZE_MAX:
+            raise ValueError(f"size must be in [0, 2**64), got {size}")
+        _require_capturing(s)
+        if size == 0:
+            return Buffer._from_pool(0, 0, self, s)
+        out = ffi.new("CUdeviceptr *")
+        check(lib.cuMemAllocAsync(out, size, s._handle), f"GraphMemoryResource.allocate({size})")
+        return Buffer._from_pool(int(out[0]), size, self, s)
+
+    def deallocate(self, ptr, size, *, stream):
+        """Free ``ptr`` on ``stream`` (a free node when it is capturing).
+
+        Parameters
+        ----------
+        ptr : int
+            The address.
+        size : int
+            The size in bytes (unused).
+        stream : GraphBuilder or Stream
+        """
+        s = _stream_of(stream)
+        try:
+            address = int(ptr)
+        except (TypeError, ValueError):
+            raise TypeError(f"ptr must be an int address, not {type(ptr).__name__}") from None
+        check(lib.cuMemFreeAsync(address, s._handle), "GraphMemoryResource.deallocate")
+
+    def close(self):
+        """Do nothing (provided for compatibility: the resource is a per-device singleton)."""
+
+    def trim(self):
+        """Return unused graph memory cached on the device to the OS (``cuDeviceGraphMemTrim``)."""
+        check(lib.cuDeviceGraphMemTrim(self._device_id))
+
+    @property
+    def attributes(self):
+        """GraphMemoryResourceAttributes: Usage of the device's graph memory pool."""
+        return GraphMemoryResourceAttributes._init(self._device_id)
+
+    @property
+    def device_id(self):
+        """int: The device ordinal."""
+        return self._device_id
+
+    @property
+    def is_device_accessible(self):
+        """bool: True; graph allocations are device memory."""
+        return True
+
+    @property
+    def is_host_accessible(self):
+        """bool: False."""
+        return False
+
+
+def _stream_of(stream):
+    from cuda_core._stream import _as_stream
+
+    s = _as_stream(stream, "stream")
+    if s.is_closed:
+        raise RuntimeError("Stream is closed; it cannot be used after close()")
+    return s
+
+
+def _require_capturing(s):
+    status = ffi.new("CUstreamCaptureStatus *")
+    check(lib.cuStreamIsCapturing(s._handle, status))
+    if status[0] != lib.CU_STREAM_CAPTURE_STATUS_ACTIVE:
+        raise RuntimeError(
+            "GraphMemoryResource cannot perform memory operations on a non-capturing stream."
+        )

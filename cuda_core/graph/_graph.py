@@ -1,0 +1,547 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Executable graphs: :class:`Graph` and its per-node views.
+
+A :class:`Graph` wraps a ``CUgraphExec`` made by
+:meth:`GraphBuilder.complete <cuda_core.graph.GraphBuilder.complete>` or
+:meth:`GraphDefinition.instantiate
+<cuda_core.graph.GraphDefinition.instantiate>`.  It is launched on a stream
+(:meth:`Graph.launch`), can be uploaded ahead of time, updated from a graph
+of the same topology (:meth:`Graph.update`), and ``graph[node]`` gives a
+view of one of its nodes for changing that node's parameters (or enabling
+and disabling it) without re-instantiating.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
+from cuda_core._stream import Stream, _as_stream
+from cuda_core._utils import check_or_create_options, require_open
+from cuda_core.graph._attachments import drain, release_temporary, resolve_host_callback
+from cuda_core.graph._attachments import retain_temporarily as _retain
+from cuda_core.graph._graph_builder import GraphBuilder, GraphCompleteOptions
+from cuda_core.graph._graph_node import (
+    ChildGraphNode,
+    EventRecordNode,
+    EventWaitNode,
+    GraphNode,
+    HostCallbackNode,
+    KernelNode,
+    MemcpyNode,
+    MemsetNode,
+    _ctx,
+    _kernel_params,
+    _memcpy_params,
+    _memset_params,
+    _require_definition,
+    _require_event,
+)
+
+__all__ = [
+    "ExecutableChildGraphNode",
+    "ExecutableEventRecordNode",
+    "ExecutableEventWaitNode",
+    "ExecutableGraphNode",
+    "ExecutableHostCallbackNode",
+    "ExecutableKernelNode",
+    "ExecutableMemcpyNode",
+    "ExecutableMemsetNode",
+    "Graph",
+]
+
+_INSTANTIATE_REASONS = {
+    lib.CUDA_GRAPH_INSTANTIATE_ERROR: "instantiation failed for an unexpected reason",
+    lib.CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE: "the graph structure is invalid (e.g. a cycle)",
+    lib.CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED: (
+        "the graph contains an operation not supported for device launch"
+    ),
+    lib.CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED: (
+        "device launch is not supported for nodes of different contexts"
+    ),
+    lib.CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED: (
+        "one or more conditional handles are not associated with conditional nodes"
+    ),
+}
+
+_UPDATE_REASONS = {
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR: "the update failed for an unexpected reason",
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED: "the graph topology changed",
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED: "the type of a node changed",
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED: "the function of a kernel node changed",
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED: (
+        "node parameters changed in a way that cannot be updated"
+    ),
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED: "something about a node is not supported",
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE: (
+        "the function of a kernel node changed in an unsupported way"
+    ),
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: (
+        "node attributes changed in a way that cannot be updated"
+    ),
+}
+
+
+class Graph:
+    """An executable graph (``CUgraphExec``).
+
+    Made by :meth:`GraphBuilder.complete
+    <cuda_core.graph.GraphBuilder.complete>` or :meth:`GraphDefinition.instantiate
+    <cuda_core.graph.GraphDefinition.instantiate>`; it cannot be constructed
+    directly.  The graph keeps alive what its nodes use until it is closed
+    and its launches have finished.  Two Graph objects are equal when they
+    wrap the same ``CUgraphExec``.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = ("_exec", "_h", "_acc", "_closed", "_finalizer", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "directly constructing a Graph instance is not supported; use "
+            "GraphBuilder.complete() or GraphDefinition.instantiate()"
+        )
+
+    @classmethod
+    def _from_exec(cls, c_exec, acc):
+        self = object.__new__(cls)
+        self._exec = c_exec
+        self._h = int(ffi.cast("uintptr_t", c_exec))
+        self._acc = acc
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _destroy_exec, c_exec)
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __repr__(self):
+        if self._closed:
+            return "<Graph (closed)>"
+        return f"<Graph handle={self._h:#x}>"
+
+    def __eq__(self, other):
+        if not isinstance(other, Graph):
+            return NotImplemented
+        return self._h == other._h
+
+    def __hash__(self):
+        return hash((Graph, self._h))
+
+    def __getitem__(self, node):
+        """Return a view of ``node`` in this executable graph.
+
+        Parameters
+        ----------
+        node : GraphNode
+            A node of the graph definition this graph was made from.
+
+        Returns
+        -------
+        ExecutableGraphNode
+            An :class:`ExecutableKernelNode`, :class:`ExecutableMemcpyNode`,
+            :class:`ExecutableMemsetNode`, :class:`ExecutableHostCallbackNode`,
+            :class:`ExecutableChildGraphNode`, :class:`ExecutableEventRecordNode`
+            or :class:`ExecutableEventWaitNode` by node kind (the base class for
+            other kinds).
+
+        Raises
+        ------
+        TypeError
+            If ``node`` is not a GraphNode (or is the entry node).
+        """
+        self._require_open()
+        if not isinstance(node, GraphNode):
+            raise TypeError(f"graph[...] takes a GraphNode, not {type(node).__name__}")
+        if node._node is None:
+            raise TypeError("the entry node of a GraphDefinition has no executable view")
+        node._check_valid()
+        for node_cls, view_cls in _VIEWS:
+            if isinstance(node, node_cls):
+                return view_cls._init(self, node)
+        return ExecutableGraphNode._init(self, node)
+
+    def close(self):
+        """Destroy the executable graph (idempotent).
+
+        Launches still in flight complete; what they use stays alive until
+        then.
+
+        Raises
+        ------
+        CUDAError
+            If ``cuGraphExecDestroy`` fails.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._acc = None
+        if self._finalizer.detach() is not None:
+            status = lib.cuGraphExecDestroy(self._exec)
+            drain()
+            check(status, "cuGraphExecDestroy")
+
+    def launch(self, stream):
+        """Launch the graph on ``stream``.
+
+        Parameters
+        ----------
+        stream : Stream, GraphBuilder or object with ``__cuda_stream__``
+            (a GraphBuilder captures the launch as a child graph).
+
+        Raises
+        ------
+        RuntimeError
+            If the graph or the stream is closed.
+        CUDAError
+            If the launch fails.
+        """
+        if self._closed:
+            self._require_open()
+        if type(stream) is not Stream:
+            stream = _as_stream(stream, "stream")
+        if stream._closed:
+            require_open(stream, True, "Stream")
+        check(lib.cuGraphLaunch(self._exec, stream._handle))
+
+    def upload(self, stream):
+        """Upload the graph to the device on ``stream`` ahead of its first launch.
+
+        Parameters
+        ----------
+        stream : Stream, GraphBuilder or object with ``__cuda_stream__``
+        """
+        self._require_open()
+        stream = _as_stream(stream, "stream")
+        if stream._closed:
+            require_open(stream, True, "Stream")
+        check(lib.cuGraphUpload(self._exec, stream._handle))
+
+    def update(self, source):
+        """Update every node of this graph from ``source``, which must have the same topology.
+
+        Parameters
+        ----------
+        source : GraphBuilder or GraphDefinition
+            A builder that has ended building, or a definition.
+
+        Raises
+        ------
+        TypeError
+            If ``source`` is neither.
+        ValueError
+            If a builder has not finished building.
+        CUDAError
+            If the driver refuses the update; ``reason`` holds the name of the
+            ``CUgraphExecUpdateResult`` (e.g.
+            ``"CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"``), which the
+            message also gives.
+        """
+        self._require_open()
+        from cuda_core.graph._graph_definition import GraphDefinition
+
+        if isinstance(source, GraphBuilder):
+            try:
+                source._require_ended()
+            except RuntimeError as exc:
+                raise ValueError(str(exc)) from None
+            c_graph, box = source._graph, source._box
+        elif isinstance(source, GraphDefinition):
+            source._check_valid()
+            c_graph, box = source._graph, source._box
+        else:
+            raise TypeError(
+                f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}"
+            )
+        self._acc.append(box.snapshot())
+        uo = _retain(c_graph, self._acc)
+        info = ffi.new("CUgraphExecUpdateResultInfo *")
+        status = lib.cuGraphExecUpdate(self._exec, c_graph, info)
+        release_temporary(c_graph, uo)
+        if status:
+            raise _update_error(status, info.result)
+
+    def _require_open(self):
+        if self._closed:
+            raise RuntimeError("Graph is closed; it cannot be used after close()")
+
+    def _keep(self, owners):
+        """Keep ``owners`` alive as long as this executable graph (node updates)."""
+        self._acc.append(tuple(owners))
+
+    @property
+    def handle(self):
+        """int: The address of the underlying ``CUgraphExec``."""
+        self._require_open()
+        return self._h
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return self._closed
+
+
+class ExecutableGraphNode:
+    """A node as seen by one executable :class:`Graph` (from ``graph[node]``).
+
+    Updates through a view change that executable graph only, take effect
+    for its next launches, and keep what they use alive as long as it.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = ("_graph", "_gnode")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("executable node views are obtained with graph[node]")
+
+    @classmethod
+    def _init(cls, graph, node):
+        self = object.__new__(cls)
+        self._graph = graph
+        self._gnode = node
+        return self
+
+    def __repr__(self):
+        return f"<{type(self).__name__} of {self._gnode!r} in {self._graph!r}>"
+
+    def __eq__(self, other):
+        if not isinstance(other, ExecutableGraphNode):
+            return NotImplemented
+        return self._graph == other._graph and self._gnode == other._gnode
+
+    def __hash__(self):
+        return hash((self._graph, self._gnode))
+
+    def _target(self):
+        """Return ``(CUgraphExec, CUgraphNode)`` after checking both are usable."""
+        self._graph._require_open()
+        self._gnode._check_valid()
+        return self._graph._exec, self._gnode._node
+
+    @property
+    def node(self):
+        """GraphNode: The definition node this view refers to."""
+        return self._gnode
+
+    @property
+    def graph(self):
+        """Graph: The executable graph."""
+        return self._graph
+
+
+class _Switchable(ExecutableGraphNode):
+    __slots__ = ()
+
+    @property
+    def is_enabled(self):
+        """bool: Whether the node runs in launches of this graph."""
+        c_exec, c_node = self._target()
+        out = ffi.new("unsigned int *")
+        check(lib.cuGraphNodeGetEnabled(c_exec, c_node, out))
+        return bool(out[0])
+
+    def enable(self):
+        """Make the node run again in later launches."""
+        c_exec, c_node = self._target()
+        check(lib.cuGraphNodeSetEnabled(c_exec, c_node, 1))
+
+    def disable(self):
+        """Skip the node (as if it were empty) in later launches."""
+        c_exec, c_node = self._target()
+        check(lib.cuGraphNodeSetEnabled(c_exec, c_node, 0))
+
+
+class ExecutableKernelNode(_Switchable):
+    """A kernel node of an executable graph."""
+
+    __slots__ = ()
+
+    def update(self, *, config, kernel, args):
+        """Replace the node's launch completely: configuration, kernel and arguments.
+
+        Parameters
+        ----------
+        config : LaunchConfig or dict
+        kernel : Kernel
+        args : sequence
+            All kernel arguments (``()`` for none).
+        """
+        c_exec, c_node = self._target()
+        if args is None:
+            raise TypeError("args must be a sequence of kernel arguments (use () for none)")
+        params, owners, _ = _kernel_params(config, kernel, args)
+        check(lib.cuGraphExecKernelNodeSetParams(c_exec, c_node, params))
+        self._graph._keep(owners)
+
+
+class ExecutableMemcpyNode(_Switchable):
+    """A memcpy node of an executable graph."""
+
+    __slots__ = ()
+
+    def update(self, *, dst, src, size, dst_owner=None, src_owner=None):
+        """Replace the copy completely (see :meth:`cuda_core.graph.GraphNode.memcpy`)."""
+        c_exec, c_node = self._target()
+        params, owners = _memcpy_params(dst, src, size, dst_owner, src_owner)
+        check(lib.cuGraphExecMemcpyNodeSetParams(c_exec, c_node, params, _ctx()))
+        self._graph._keep(owners)
+
+
+class ExecutableMemsetNode(_Switchable):
+    """A memset node of an executable graph."""
+
+    __slots__ = ()
+
+    def update(self, *, dst, value, width, height=1, pitch=0, dst_owner=None):
+        """Replace the fill completely (see :meth:`cuda_core.graph.GraphNode.memset`)."""
+        c_exec, c_node = self._target()
+        params, owners = _memset_params(dst, value, width, height, pitch, dst_owner)
+        check(lib.cuGraphExecMemsetNodeSetParams(c_exec, c_node, params, _ctx()))
+        self._graph._keep(owners)
+
+
+class ExecutableHostCallbackNode(ExecutableGraphNode):
+    """A host callback node of an executable graph."""
+
+    __slots__ = ()
+
+    def update(self, fn, *, user_data=None):
+        """Run ``fn`` instead (see :meth:`cuda_core.graph.GraphNode.callback`)."""
+        c_exec, c_node = self._target()
+        cb = resolve_host_callback(fn, user_data)
+        params = ffi.new("CUDA_HOST_NODE_PARAMS *")
+        params.fn = cb.c_fn
+        params.userData = cb.c_data
+        check(lib.cuGraphExecHostNodeSetParams(c_exec, c_node, params))
+        self._graph._keep(cb.owners)
+
+
+class ExecutableChildGraphNode(ExecutableGraphNode):
+    """A child graph node of an executable graph."""
+
+    __slots__ = ()
+
+    def update(self, child):
+        """Run a copy of ``child`` instead (it must have the same topology).
+
+        Parameters
+        ----------
+        child : GraphDefinition
+        """
+        c_exec, c_node = self._target()
+        gdef = _require_definition(child, "child")
+        check(lib.cuGraphExecChildGraphNodeSetParams(c_exec, c_node, gdef._graph))
+        self._graph._keep((gdef._box.snapshot(),))
+
+
+class ExecutableEventRecordNode(ExecutableGraphNode):
+    """An event record node of an executable graph."""
+
+    __slots__ = ()
+
+    def update(self, event):
+        """Record ``event`` instead."""
+        c_exec, c_node = self._target()
+        _require_event(event)
+        check(lib.cuGraphExecEventRecordNodeSetEvent(c_exec, c_node, event._handle))
+        self._graph._keep((event,))
+
+
+class ExecutableEventWaitNode(ExecutableGraphNode):
+    """An event wait node of an executable graph."""
+
+    __slots__ = ()
+
+    def update(self, event):
+        """Wait for ``event`` instead."""
+        c_exec, c_node = self._target()
+        _require_event(event)
+        check(lib.cuGraphExecEventWaitNodeSetEvent(c_exec, c_node, event._handle))
+        self._graph._keep((event,))
+
+
+_VIEWS = (
+    (KernelNode, ExecutableKernelNode),
+    (MemcpyNode, ExecutableMemcpyNode),
+    (MemsetNode, ExecutableMemsetNode),
+    (HostCallbackNode, ExecutableHostCallbackNode),
+    (ChildGraphNode, ExecutableChildGraphNode),
+    (EventRecordNode, ExecutableEventRecordNode),
+    (EventWaitNode, ExecutableEventWaitNode),
+)
+
+
+# --------------------------------------------------------------------------
+# Private helpers.
+# --------------------------------------------------------------------------
+def _instantiate(c_graph, box, options):
+    """Instantiate ``c_graph`` (of hierarchy ``box``) as a :class:`Graph`."""
+    opts = check_or_create_options(
+        GraphCompleteOptions, options, "graph completion options", keep_none=True
+    )
+    drain()
+    params = ffi.new("CUDA_GRAPH_INSTANTIATE_PARAMS *")
+    keep = opts._to_params(params) if opts is not None else None
+    # The accumulator: what this executable keeps alive (append-only).
+    acc = [box.snapshot()]
+    uo = _retain(c_graph, acc)
+    out = ffi.new("CUgraphExec *")
+    status = lib.cuGraphInstantiateWithParams(out, c_graph, params)
+    result = params.result_out
+    try:
+        release_temporary(c_graph, uo)
+    except CUDAError:
+        if not status and result == lib.CUDA_GRAPH_INSTANTIATE_SUCCESS:
+            warn_cuda("cuGraphExecDestroy", lib.cuGraphExecDestroy(out[0]))
+        raise
+    del keep
+    if status or result != lib.CUDA_GRAPH_INSTANTIATE_SUCCESS:
+        if not status:
+            warn_cuda("cuGraphExecDestroy", lib.cuGraphExecDestroy(out[0]))
+        raise _instantiate_error(status, result)
+    return Graph._from_exec(out[0], acc)
+
+
+def _instantiate_error(status, result):
+    name = ffi.typeof("CUgraphInstantiateResult").elements.get(result, f"result {result}")
+    reason = _INSTANTIATE_REASONS.get(result, "unknown instantiation result")
+    if status:
+        err = driver_error(status, "cuGraphInstantiateWithParams")
+        message = f"Graph instantiation failed: {err}"
+        if result != lib.CUDA_GRAPH_INSTANTIATE_SUCCESS:
+            message += f"; {reason} ({name})"
+        exc = CUDAError(message, code=err.code, name=err.name)
+    else:
+        exc = CUDAError(f"Graph instantiation failed: {reason} ({name})")
+    exc.reason = name
+    return exc
+
+
+def _update_error(status, result):
+    err = driver_error(status, "cuGraphExecUpdate")
+    name = ffi.typeof("CUgraphExecUpdateResult").elements.get(result, f"result {result}")
+    if result != lib.CU_GRAPH_EXEC_UPDATE_SUCCESS:
+        reason = _UPDATE_REASONS.get(result, "unknown update result")
+        message = f"Graph update failed: {reason} ({name}) [{err}]"
+    else:
+        message = f"Graph update failed: {err}"
+    exc = CUDAError(message, code=err.code, name=err.name)
+    exc.reason = name
+    return exc
+
+
+def _destroy_exec(c_exec):
+    """Finalizer of an executable graph that was never closed (failures warn)."""
+    warn_cuda("cuGraphExecDestroy (Graph finalizer)", lib.cuGraphExecDestroy(c_exec))

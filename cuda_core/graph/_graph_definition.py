@@ -1,0 +1,399 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Explicit graph construction: :class:`GraphDefinition`.
+
+A :class:`GraphDefinition` wraps a ``CUgraph``.  Nodes are added with its
+builder methods (entry nodes, without dependencies) and with those of the
+nodes themselves (:class:`~cuda_core.graph.GraphNode`), then
+:meth:`~GraphDefinition.instantiate` makes an executable
+:class:`~cuda_core.graph.Graph`.
+
+``GraphDefinition()`` owns its graph.  Other definitions are *views*: of a
+captured graph (:attr:`GraphBuilder.graph_definition
+<cuda_core.graph.GraphBuilder.graph_definition>`), of a child graph
+(:attr:`ChildGraphNode.child_graph
+<cuda_core.graph.ChildGraphNode.child_graph>`) or of a conditional body
+(:attr:`IfNode.then <cuda_core.graph.IfNode.then>`, ...).  All definitions
+of one hierarchy share its state and keep it alive; mutations anywhere in a
+hierarchy must be synchronized by the caller.
+"""
+
+from __future__ import annotations
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core.graph._attachments import GraphBox, drain
+from cuda_core.graph._graph import _instantiate
+from cuda_core.graph._graph_builder import (
+    _COND_ASSIGN_DEFAULT,
+    GraphCondition,
+    _condition_value,
+    _dot_print,
+    _require_driver,
+)
+from cuda_core.graph._graph_node import GraphNode, _ctx, _list_nodes, _wrap
+
+__all__ = ["GraphDefinition"]
+
+
+class GraphDefinition:
+    """A graph built explicitly, node by node.
+
+    ``GraphDefinition()`` creates an empty graph.  Its builder methods add
+    entry nodes (with no dependencies); each returns the node, whose own
+    builder methods add nodes depending on it.  :meth:`instantiate` makes an
+    executable :class:`~cuda_core.graph.Graph`.  Two definitions are equal
+    when they wrap the same ``CUgraph``.
+
+    Everything the nodes use (kernels, arguments, buffers, events, callbacks)
+    is kept alive by the definition and by every executable graph made from
+    it, including launches still running after the Graph was closed.
+
+    Notes
+    -----
+    Definitions viewing the same hierarchy (root, child and conditional-body
+    graphs) share state; mutations anywhere in it must be synchronized
+    externally.
+
+    Raises
+    ------
+    CUDAError
+        If the graph cannot be created.
+    """
+
+    __slots__ = (
+        "_graph",
+        "_h",
+        "_box",
+        "_parent",
+        "_entry_node",
+        "_owner",
+        "_closed",
+        "__weakref__",
+    )
+
+    def __init__(self):
+        drain()
+        check(lib.cuInit(0))
+        out = ffi.new("CUgraph *")
+        check(lib.cuGraphCreate(out, 0))
+        self._setup(out[0], GraphBox(out[0], owned=True), None)
+        self._owner = True
+
+    @classmethod
+    def _view(cls, c_graph, box, parent=None):
+        """A definition viewing ``c_graph`` of hierarchy ``box`` (hosted by node ``parent``)."""
+        self = object.__new__(cls)
+        self._setup(c_graph, box, parent)
+        return self
+
+    def _setup(self, c_graph, box, parent):
+        self._graph = c_graph
+        self._h = int(ffi.cast("uintptr_t", c_graph))
+        self._box = box
+        self._parent = parent
+        self._entry_node = None
+        self._owner = False
+        self._closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __repr__(self):
+        state = "" if self._is_valid() else " (invalid)"
+        return f"<GraphDefinition handle={self._h:#x}{state}>"
+
+    def __eq__(self, other):
+        if not isinstance(other, GraphDefinition):
+            return NotImplemented
+        return self._h == other._h
+
+    def __hash__(self):
+        return hash((GraphDefinition, self._h))
+
+    def close(self):
+        """Release this definition (idempotent).
+
+        For a definition made by ``GraphDefinition()`` this destroys the
+        graph now: every view and node of it becomes invalid (executable
+        graphs made from it are not affected).  For a view it only
+        invalidates this object.
+
+        Raises
+        ------
+        CUDAError
+            If destroying the graph fails.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._owner:
+            self._box.close()
+
+    # ------------------------------------------------------------------
+    # Validity.
+    # ------------------------------------------------------------------
+    def _is_valid(self):
+        if self._closed or self._box.closed:
+            return False
+        parent = self._parent
+        return parent is None or parent.is_valid
+
+    def _check_valid(self):
+        if not self._is_valid():
+            raise RuntimeError(
+                "the GraphDefinition is no longer valid (it was closed, or the graph or node "
+                "holding it was destroyed)"
+            )
+
+    @property
+    def is_valid(self):
+        """bool: Whether this definition (and the graph it views) can still be used."""
+        return self._is_valid()
+
+    @property
+    def _entry(self):
+        """GraphNode: The virtual entry node (builders on it add nodes without dependencies)."""
+        node = self._entry_node
+        if node is None:
+            node = self._entry_node = GraphNode._make(self, None)
+        return node
+
+    @property
+    def handle(self):
+        """int: The address of the underlying ``CUgraph``."""
+        self._check_valid()
+        return self._h
+
+    # ------------------------------------------------------------------
+    # Entry-node builders.
+    # ------------------------------------------------------------------
+    def allocate(self, size, *, device=None, memory_type="device", peer_access=None):
+        """Add an allocation node without dependencies (see :meth:`GraphNode.allocate`).
+
+        Returns
+        -------
+        AllocNode
+        """
+        return self._entry.allocate(
+            size, device=device, memory_type=memory_type, peer_access=peer_access
+        )
+
+    def deallocate(self, dptr):
+        """Add a free node without dependencies (see :meth:`GraphNode.deallocate`).
+
+        Returns
+        -------
+        FreeNode
+        """
+        return self._entry.deallocate(dptr)
+
+    def memset(self, dst, value, width, height=1, pitch=0, *, dst_owner=None):
+        """Add a memset node without dependencies (see :meth:`GraphNode.memset`).
+
+        Returns
+        -------
+        MemsetNode
+        """
+        return self._entry.memset(dst, value, width, height, pitch, dst_owner=dst_owner)
+
+    def memcpy(self, dst, src, size, *, dst_owner=None, src_owner=None):
+        """Add a memcpy node without dependencies (see :meth:`GraphNode.memcpy`).
+
+        Returns
+        -------
+        MemcpyNode
+        """
+        return self._entry.memcpy(dst, src, size, dst_owner=dst_owner, src_owner=src_owner)
+
+    def launch(self, config, kernel, *args):
+        """Add a kernel node without dependencies (see :meth:`GraphNode.launch`).
+
+        Returns
+        -------
+        KernelNode
+        """
+        return self._entry.launch(config, kernel, *args)
+
+    def empty(self):
+        """Add an empty node without dependencies.
+
+        Returns
+        -------
+        EmptyNode
+        """
+        return self._entry.join()
+
+    def join(self, *nodes):
+        """Add an empty node depending on all ``nodes``.
+
+        Returns
+        -------
+        EmptyNode
+        """
+        return self._entry.join(*nodes)
+
+    def embed(self, child):
+        """Add a child graph node without dependencies (see :meth:`GraphNode.embed`).
+
+        Returns
+        -------
+        ChildGraphNode
+        """
+        return self._entry.embed(child)
+
+    def record(self, event):
+        """Add an event record node without dependencies.
+
+        Returns
+        -------
+        EventRecordNode
+        """
+        return self._entry.record(event)
+
+    def wait(self, event):
+        """Add an event wait node without dependencies.
+
+        Returns
+        -------
+        EventWaitNode
+        """
+        return self._entry.wait(event)
+
+    def callback(self, fn, *, user_data=None):
+        """Add a host callback node without dependencies (see :meth:`GraphNode.callback`).
+
+        Returns
+        -------
+        HostCallbackNode
+        """
+        return self._entry.callback(fn, user_data=user_data)
+
+    def create_condition(self, default_value=None):
+        """Create a condition variable for conditional nodes of this graph.
+
+        Parameters
+        ----------
+        default_value : int or bool, optional
+            The value at the start of each launch (None: not assigned; device
+            code must set it with ``cudaGraphSetConditional``).
+
+        Returns
+        -------
+        GraphCondition
+
+        Raises
+        ------
+        RuntimeError
+            If the driver is older than 12.3.
+        TypeError, ValueError
+            If ``default_value`` is not an int in [0, 2**32).
+        """
+        self._check_valid()
+        _require_driver(12030, "conditional handles")
+        if default_value is None:
+            value, flags = 0, 0
+        else:
+            value, flags = _condition_value(default_value), _COND_ASSIGN_DEFAULT
+        out = ffi.new("CUgraphConditionalHandle *")
+        check(lib.cuGraphConditionalHandleCreate(out, self._graph, _ctx(), value, flags))
+        return GraphCondition._from_handle(out[0])
+
+    def if_then(self, condition):
+        """Add an ``if`` node without dependencies (see :meth:`GraphNode.if_then`).
+
+        Returns
+        -------
+        IfNode
+        """
+        return self._entry.if_then(condition)
+
+    def if_else(self, condition):
+        """Add an ``if``/``else`` node without dependencies.
+
+        Returns
+        -------
+        IfElseNode
+        """
+        return self._entry.if_else(condition)
+
+    def while_loop(self, condition):
+        """Add a ``while`` node without dependencies.
+
+        Returns
+        -------
+        WhileNode
+        """
+        return self._entry.while_loop(condition)
+
+    def switch(self, condition, count):
+        """Add a ``switch`` node without dependencies.
+
+        Returns
+        -------
+        SwitchNode
+        """
+        return self._entry.switch(condition, count)
+
+    # ------------------------------------------------------------------
+    # Whole-graph operations.
+    # ------------------------------------------------------------------
+    def instantiate(self, options=None):
+        """Instantiate this graph as an executable :class:`~cuda_core.graph.Graph`.
+
+        Parameters
+        ----------
+        options : GraphCompleteOptions or dict, optional
+
+        Returns
+        -------
+        Graph
+
+        Raises
+        ------
+        CUDAError
+            If instantiation fails (the message names the driver's reason).
+        """
+        self._check_valid()
+        return _instantiate(self._graph, self._box, options)
+
+    def debug_dot_print(self, path, options=None):
+        """Write this graph as a GraphViz DOT file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        options : GraphDebugPrintOptions or dict, optional
+        """
+        self._check_valid()
+        _dot_print(self._graph, path, options)
+
+    def nodes(self):
+        """Return every node of this graph.
+
+        Returns
+        -------
+        set of GraphNode
+        """
+        self._check_valid()
+        return {_wrap(self, h) for h in _list_nodes(lib.cuGraphGetNodes, self._graph)}
+
+    def edges(self):
+        """Return every dependency edge of this graph.
+
+        Returns
+        -------
+        set of tuple
+            ``(from_node, to_node)`` pairs.
+        """
+        self._check_valid()
+        n = ffi.new("size_t *")
+        check(lib.cuGraphGetEdges(self._graph, ffi.NULL, ffi.NULL, n))
+        if not n[0]:
+            return set()
+        frm = ffi.new("CUgraphNode[]", n[0])
+        to = ffi.new("CUgraphNode[]", n[0])
+        check(lib.cuGraphGetEdges(self._graph, frm, to, n))
+        return {(_wrap(self, frm[i]), _wrap(self, to[i])) for i in range(n[0])}
