@@ -1125,17 +1125,22 @@ typedef struct {
 } cc_arg_layout;
 """
 
-LAUNCH_CDEF = r"""
+LAUNCH_CDEF = (
+    r"""
 CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
                    CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
                    void **params);
-""" + LAUNCH_TYPES + r"""CUresult cc_launch_blob(const char *blob);
+"""
+    + LAUNCH_TYPES
+    + r"""CUresult cc_launch_blob(const char *blob);
 CUresult cc_bench_launch_loop(CUfunction f, CUstream stream, void **params,
                               unsigned int count, int use_ex);
 """
+)
 
-LAUNCH_SOURCE = r"""
+LAUNCH_SOURCE = (
+    r"""
 #include <stdlib.h>
 #include <string.h>
 
@@ -1152,7 +1157,9 @@ CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int 
     cfg.numAttrs = nattrs;
     return cuLaunchKernelEx(&cfg, f, params, NULL);
 }
-""" + LAUNCH_TYPES + r"""
+"""
+    + LAUNCH_TYPES
+    + r"""
 #define CC_STACK_PARAMS 512
 
 /* The launch hot path: one call per launch, with one argument so that the
@@ -1219,6 +1226,7 @@ CUresult cc_bench_launch_loop(CUfunction f, CUstream stream, void **params,
     return r;
 }
 """
+)
 
 # --------------------------------------------------------------------------
 # Memory: DLPack (v1.0 ABI) structs, the PyCapsule bridge and the pool
@@ -1803,7 +1811,14 @@ def _build():
     )
     vm_cdef, vm_src = _wrappers(NVVM_FUNCTIONS, 3, "CC_MISSING_SYMBOL", "cc_resolve_nvvm")
     ffi.cdef(
-        types + HELPER_CDEF + drv_cdef + rtc_cdef + jit_cdef + vm_cdef + LAUNCH_CDEF + MEMORY_CDEF
+        types
+        + HELPER_CDEF
+        + drv_cdef
+        + rtc_cdef
+        + jit_cdef
+        + vm_cdef
+        + LAUNCH_CDEF
+        + MEMORY_CDEF
         + STREAM_CDEF
     )
     helper_defs = "\n".join(line for line in HELPER_CDEF.splitlines() if line.startswith("#define"))
