@@ -11,13 +11,62 @@ derive from :class:`_StrEnum`, which behaves the same on Python 3.9 and PyPy.
 from __future__ import annotations
 
 import enum
+import typing
 
 __all__ = [
     "CompilerBackendType",
+    "DevicePointerType",
+    "GraphConditionalType",
+    "GraphMemoryType",
+    "IsStreamType",
+    "ManagedMemoryLocationType",
     "ObjectCodeFormatType",
     "PCHStatusType",
     "SourceCodeType",
+    "VirtualMemoryAccessType",
+    "VirtualMemoryAllocationType",
+    "VirtualMemoryGranularityType",
+    "VirtualMemoryHandleType",
+    "VirtualMemoryLocationType",
 ]
+
+# Enumerations defined beside the classes that use them, re-exported here
+# lazily (importing them eagerly would import those subsystems).
+_LAZY = {
+    "GraphConditionalType": "cuda_core.graph._types",
+    "GraphMemoryType": "cuda_core.graph._types",
+    "ManagedMemoryLocationType": "cuda_core._memory._managed_memory_resource",
+    "VirtualMemoryAccessType": "cuda_core._memory._virtual_memory_resource",
+    "VirtualMemoryAllocationType": "cuda_core._memory._virtual_memory_resource",
+    "VirtualMemoryGranularityType": "cuda_core._memory._virtual_memory_resource",
+    "VirtualMemoryHandleType": "cuda_core._memory._virtual_memory_resource",
+    "VirtualMemoryLocationType": "cuda_core._memory._virtual_memory_resource",
+}
+
+
+class IsStreamType(typing.Protocol):
+    """Any object that exposes a CUDA stream through ``__cuda_stream__``.
+
+    ``__cuda_stream__()`` returns ``(0, address)``: protocol version 0 and
+    the ``CUstream`` handle as an int.
+    """
+
+    def __cuda_stream__(self) -> tuple[int, int]: ...
+
+
+#: A device pointer: an int address (or None for "no pointer").
+DevicePointerType = typing.Optional[int]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cuda_core.typing' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 class _StrEnum(str, enum.Enum):
