@@ -29,6 +29,7 @@ from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event
 from cuda_core._stream import (
     Stream,
+    _as_index,
     _create_stream,
     _graph_builder_type,
     default_stream,
@@ -497,12 +498,13 @@ def _lookup_device(cls, device_id):
             dev_out = _dev_out()
             check(lib.cuCtxGetDevice(dev_out))
             device_id = int(dev_out[0])
-    elif isinstance(device_id, bool) or not hasattr(device_id, "__index__"):
-        raise TypeError(
-            f"device_id must be an int, a Device or None, not {type(device_id).__name__}"
-        )
     else:
-        device_id = device_id.__index__()
+        value = _as_index(device_id)
+        if value is None:
+            raise TypeError(
+                f"device_id must be an int, a Device or None, not {type(device_id).__name__}"
+            )
+        device_id = value
         if device_id < 0:
             raise ValueError(f"device_id must be >= 0, got {device_id}")
     devices = _thread_devices(cls)

@@ -9,6 +9,7 @@ the status name, its description and, for compilers and linkers, the log.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 from cuda_core._cuda_ffi import ffi, lib
@@ -25,6 +26,7 @@ __all__ = [
     "check_nvrtc",
     "check_nvvm",
     "driver_error",
+    "in_forked_child",
     "warn_cuda",
 ]
 
@@ -140,6 +142,35 @@ _NVJITLINK_DESCRIPTIONS = {
 }
 
 
+# [True] in a process created by fork() after its parent had loaded the CUDA
+# driver: CUDA cannot be used there, and the objects inherited from the parent
+# are not this process's to destroy.
+_FORKED_CHILD = [False]
+_FORK_HINT = (
+    "this process was created by fork() after its parent initialized CUDA, and CUDA "
+    "cannot be used in such a child: start worker processes with the multiprocessing "
+    "'spawn' or 'forkserver' method, or initialize CUDA only after forking"
+)
+
+
+def _after_fork_in_child():
+    if lib.cc_library_state(lib.CC_LIB_DRIVER) == 1:
+        _FORKED_CHILD[0] = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def in_forked_child():
+    """Return whether this process was forked after its parent loaded the CUDA driver.
+
+    Finalizers use it to leave the parent's CUDA objects alone (they are not
+    this process's to destroy, and the driver cannot be used here).
+    """
+    return _FORKED_CHILD[0]
+
+
 def _enum_name(ctype, status, fallback):
     name = ffi.typeof(ctype).elements.get(status)
     return name if name is not None else f"{fallback}({status})"
@@ -189,6 +220,8 @@ def driver_error(status, context=None):
         message += f" ({missing})"
     if context:
         message += f" [{context}]"
+    if status == 3 and _FORKED_CHILD[0]:  # CUDA_ERROR_NOT_INITIALIZED after fork()
+        message += f" ({_FORK_HINT})"
     return CUDAError(message, code=int(status), name=name)
 
 
@@ -314,8 +347,11 @@ def warn_cuda(what, status, stacklevel=2):
 
     ``CUDA_ERROR_DEINITIALIZED`` (the driver shutting down at exit) is not
     reported: nothing can be done about it and the memory is gone anyway.
+    Neither is anything in a child created by ``fork()`` after its parent
+    loaded the driver (see :func:`in_forked_child`): the objects it inherited
+    belong to the parent.
     """
-    if status in (0, 4):
+    if status in (0, 4) or _FORKED_CHILD[0]:
         return
     err = driver_error(status)
     warnings.warn(f"{what} failed: {err}", CUDAWarning, stacklevel=stacklevel + 1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
+from cuda_core._errors import CUDAError, check, driver_error, in_forked_child, warn_cuda
 from cuda_core._utils import check_or_create_options, require_open
 
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
@@ -407,7 +407,12 @@ class IPCEventDescriptor:
 # Private helpers.
 # --------------------------------------------------------------------------
 def _destroy_event(c_event):
-    """Finalizer (from ``Event.__del__``): destroy an unclosed event, warn on failure."""
+    """Finalizer (from ``Event.__del__``): destroy an unclosed event, warn on failure.
+
+    In a child created by ``fork()`` the event belongs to the parent: left alone.
+    """
+    if in_forked_child():
+        return
     status = lib.cuEventDestroy(c_event)
     if status:
         warn_cuda("cuEventDestroy (Event finalizer)", status)

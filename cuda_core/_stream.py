@@ -11,6 +11,7 @@ module singletons that always refer to the calling thread's current context.
 
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from cuda_core._context import (
     _tls,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, warn_cuda
+from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
 from cuda_core._event import Event, _new_event
 from cuda_core._utils import check_or_create_options, require_open
 
@@ -88,12 +89,13 @@ class StreamOptions:
             )
         priority = self.priority
         if priority is not None:
-            if isinstance(priority, bool) or not hasattr(priority, "__index__"):
+            value = _as_index(priority)
+            if value is None:
                 raise TypeError(
                     "StreamOptions.priority must be an int or None, got "
                     f"{priority!r} of type {type(priority).__name__}"
                 )
-            self.priority = priority.__index__()
+            self.priority = value
 
 
 class _WaitArgumentError(TypeError, ValueError):
@@ -339,11 +341,11 @@ class Stream:
         -------
         Stream
         """
-        if isinstance(handle, bool) or not hasattr(handle, "__index__"):
+        address = _as_index(handle)
+        if address is None:
             raise TypeError(
                 f"handle must be an int (a stream address), not {type(handle).__name__}"
             )
-        address = handle.__index__()
         if address < 0:
             raise ValueError(f"handle must be a non-negative stream address, got {address}")
         return Stream._new(ffi.cast("CUstream", address), _BORROWED)
@@ -551,17 +553,22 @@ def _stream_address(obj):
         )
     if info[0] != 0:
         raise ValueError(f"__cuda_stream__() protocol version must be 0, got {info[0]!r}")
-    address = info[1]
-    if isinstance(address, bool) or not hasattr(address, "__index__"):
-        raise ValueError(f"__cuda_stream__() address must be an int, got {type(address).__name__}")
-    address = address.__index__()
+    raw = info[1]
+    address = _as_index(raw)
+    if address is None:
+        raise ValueError(f"__cuda_stream__() address must be an int, got {type(raw).__name__}")
     if address < 0:
         raise ValueError(f"__cuda_stream__() address must be non-negative, got {address}")
     return address
 
 
 def _destroy_stream(c_stream):
-    """Finalizer (from ``Stream.__del__``): destroy an unclosed owned stream, warn on failure."""
+    """Finalizer (from ``Stream.__del__``): destroy an unclosed owned stream, warn on failure.
+
+    In a child created by ``fork()`` the stream belongs to the parent: left alone.
+    """
+    if in_forked_child():
+        return
     status = lib.cuStreamDestroy(c_stream)
     if status:
         warn_cuda("cuStreamDestroy (Stream finalizer)", status)
@@ -644,6 +651,23 @@ def _wait_on_stream(c_waiter, c_other, c_ctx):
     finally:
         if pushed:
             _pop()
+
+
+def _as_index(value):
+    """Return ``value`` as an int (``operator.index``), or None for a non-integer.
+
+    Bools (also NumPy's), classes and objects whose ``__index__`` fails
+    (``int`` itself, multi-element arrays) are not integers.
+    """
+    if isinstance(value, (bool, type)):
+        return None
+    tp = type(value)
+    if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
+        return None  # numpy.bool_ is a bool, however NumPy treats it as an index
+    try:
+        return operator.index(value)
+    except Exception:  # noqa: BLE001 - any failure means "not an integer"
+        return None
 
 
 def _leading_int(text):

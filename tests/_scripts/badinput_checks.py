@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Call-and-judge helpers shared by the table-driven and the property-based
+bad-input tests (see badinput_spec.py for the rules they apply)."""
+
+from __future__ import annotations
+
+from _scripts import badinput_spec as spec
+
+from cuda_core import Buffer, LibraryNotFoundError, Stream, launch
+
+__all__ = [
+    "FakeResource",
+    "Mem",
+    "check_fill",
+    "check_from_handle",
+    "check_launch",
+    "run_valid",
+]
+
+
+class FakeResource:
+    """A stand-in memory resource that frees nothing (for valid ``mr`` arguments)."""
+
+    def __new__(cls):
+        from cuda_core import MemoryResource
+
+        class Fake(MemoryResource):
+            def allocate(self, size, *, stream=None):
+                raise NotImplementedError
+
+            def deallocate(self, ptr, size, *, stream=None):
+                pass
+
+            @property
+            def is_device_accessible(self):
+                return False
+
+            @property
+            def is_host_accessible(self):
+                return True
+
+            @property
+            def device_id(self):
+                return -1
+
+        return Fake()
+
+
+def check_from_handle(ptr, size, mr=None, owner=None, stream=None):
+    """Call Buffer.from_handle and judge it; return a problem or None."""
+    verdict = spec.from_handle_verdict(ptr, size, mr, owner, stream)
+    call = f"Buffer.from_handle({ptr!r}, {size!r}, mr={mr!r}, owner={owner!r}, stream={stream!r})"
+    try:
+        buf = Buffer.from_handle(ptr, size, mr=mr, owner=owner, stream=stream)
+    except (TypeError, ValueError) as exc:
+        if verdict == spec.VALID:
+            return f"{call} is valid but raised {exc!r}"
+        if not str(exc):
+            return f"{call} raised {type(exc).__name__} without a message"
+        return None
+    except Exception as exc:  # noqa: BLE001
+        return f"{call} raised {type(exc).__name__}: {exc}"
+    try:
+        if verdict == spec.INVALID:
+            return f"{call} was silently accepted"
+        expected = 0 if ptr is None else None
+        if expected is not None and buf.handle != expected:
+            return f"{call}: handle {buf.handle}"
+        if buf.size != size.__index__():
+            return f"{call}: size {buf.size}"
+        return None
+    finally:
+        buf.close()
+
+
+class Mem:
+    """Buffers and a stream for the argument tests."""
+
+    def __init__(self, device=None):
+        self.real = device is not None
+        if self.real:
+            self.stream = device.create_stream()
+            self.buf = device.allocate(64, stream=self.stream)
+            self.other = device.allocate(64, stream=self.stream)
+            self.small = device.allocate(32, stream=self.stream)
+            self.odd = device.allocate(3, stream=self.stream)
+        else:
+            self.stream = Stream.from_handle(0x1000)
+            self.buf = Buffer.from_handle(0x10000, 64)
+            self.other = Buffer.from_handle(0x20000, 64)
+            self.small = Buffer.from_handle(0x30000, 32)
+            self.odd = Buffer.from_handle(0x40000, 3)
+
+    def close(self):
+        for b in (self.buf, self.other, self.small, self.odd):
+            b.close()
+        if self.real:
+            self.stream.sync()
+            self.stream.close()
+
+
+def run_valid(m, fn):
+    """Run a call that must be accepted: on the GPU it works, without one it
+    fails only for the missing driver."""
+    if m.real:
+        fn()
+        return None
+    try:
+        fn()
+    except LibraryNotFoundError:
+        return None
+    return "no driver, yet the call succeeded"
+
+
+def check_fill(m, buf, value):
+    verdict = spec.fill_verdict(value, buf.size)
+    call = f"fill({value!r}) on {buf.size} bytes"
+    try:
+        problem = run_valid(m, lambda: buf.fill(value, stream=m.stream))
+    except (TypeError, ValueError) as exc:
+        if verdict == spec.VALID:
+            return f"{call} is valid but raised {exc!r}"
+        return None if str(exc) else f"{call}: empty message"
+    except Exception as exc:  # noqa: BLE001
+        return f"{call} raised {type(exc).__name__}: {exc}"
+    if verdict == spec.INVALID:
+        return f"{call} was silently accepted"
+    return problem
+
+
+def check_launch(stream, cfg, kernel, args, count_checked):
+    verdict = spec.launch_verdict(args, count_checked)
+    call = f"launch(sink, *{args!r})"
+    try:
+        launch(stream, cfg, kernel, *args)
+    except (TypeError, ValueError) as exc:
+        if verdict == spec.VALID:
+            return f"{call} is valid but raised {exc!r}"
+        return None if str(exc) else f"{call}: empty message"
+    except OverflowError as exc:
+        if spec.launch_int_defect(args):
+            return None  # known defect: see test_launch_int_overflow_is_a_value_error
+        return f"{call} raised {exc!r}"
+    except Exception as exc:  # noqa: BLE001
+        return f"{call} raised {type(exc).__name__}: {exc}"
+    if verdict == spec.INVALID:
+        return f"{call} was silently accepted"
+    return None
