@@ -141,9 +141,25 @@ def main(argv=None):
     ap.add_argument("--interp", action="append", type=_parse_interp, default=[])
     ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
     ap.add_argument("--only", action="append", help="run only scripts whose name contains this")
+    ap.add_argument("--save-json", help="also write the raw results (JSON lines) here")
+    ap.add_argument(
+        "--from-json", help="do not run anything: rebuild the report from a --save-json file"
+    )
     args = ap.parse_args(argv)
     interps = args.interp or [("this interpreter", sys.executable, "")]
-    rows = run_benchmarks(interps, args.only)
+    if args.from_json:
+        with open(args.from_json) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        labels = []
+        for rec in rows:
+            if rec["interpreter"] not in labels:
+                labels.append(rec["interpreter"])
+        interps = [(label, "", "") for label in labels]
+    else:
+        rows = run_benchmarks(interps, args.only)
+        if args.save_json:
+            with open(args.save_json, "w") as f:
+                f.writelines(json.dumps(rec) + "\n" for rec in rows)
     if not rows:
         print("no benchmark produced results (no GPU here?)")
         return 0
@@ -151,8 +167,11 @@ def main(argv=None):
     md = to_markdown(table, interps)
     with open(args.out, "w") as f:
         f.write(
-            "# Benchmark results\n\nTimes per operation; lower is better. Ratios below 1.0 mean "
-            "cuda_core is faster than the peer.\n\n" + md + "\n"
+            "# Benchmark results\n\nEach row times one operation through cuda_core under "
+            "each interpreter and through the peers (NVIDIA cuda.core and CuPy on CPython; "
+            "'C floor' is the same driver call made from a C loop) in the same session. "
+            "For times (us, ms) lower is better and a ratio below 1.0 means cuda_core is "
+            "faster; for bandwidths (GB/s) higher is better.\n\n" + md + "\n"
         )
     png = plot(table, interps, os.path.splitext(args.out)[0] + ".png")
     print(md)
