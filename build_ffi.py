@@ -1537,6 +1537,7 @@ HELPER_CDEF = r"""
 #define CC_LIB_NVVM 3
 #define CC_LIB_NOT_LOADED 2147418113
 #define CC_MISSING_SYMBOL 2147418114
+#define CC_DRIVER_FORKED 3
 int cc_load_library(int which, const char *path);
 int cc_library_state(int which);
 const char *cc_library_error(int which);
@@ -1598,7 +1599,8 @@ size_t cc_released_pending(void) {
 #define CC_NLIBS 4
 typedef struct {
     void *handle;
-    int state;              /* 0 untried, 1 loaded, 2 failed (driver only) */
+    int state;              /* 0 untried, 1 loaded, 2 failed (driver only),
+                               3 CC_DRIVER_FORKED (driver only: see below) */
     char error[1024];
     pthread_mutex_t lock;
 } cc_lib_t;
@@ -1658,9 +1660,50 @@ static void *cc_driver_symbol(const char *name, int version, int exact) {
 }
 
 static void cc_resolve_driver(void);
+static void cc_forget_driver(void);
 static void cc_resolve_nvrtc(void *h);
 static void cc_resolve_nvjitlink(void *h);
 static void cc_resolve_nvvm(void *h);
+
+/* Fork safety.  A child created by fork() after its parent loaded the driver
+   cannot use CUDA, and the driver does not always say so (some calls return
+   success there).  When the driver is loaded, a pthread_atfork child handler
+   is registered (once); in the child it sets the driver's state to
+   CC_DRIVER_FORKED and clears every driver entry point, so each wrapper takes
+   its (already present) NULL-pointer slow path, which returns
+   CUDA_ERROR_NOT_INITIALIZED in that state: no cost on the fast path.  The
+   prepare/parent handlers hold the loader locks across fork() so that the
+   child never inherits one locked by another thread. */
+static void cc_atfork_prepare(void) {
+    int i;
+    for (i = 0; i < CC_NLIBS; i++) pthread_mutex_lock(&cc_libs[i].lock);
+    pthread_mutex_lock(&cc_released_lock);
+}
+
+static void cc_atfork_parent(void) {
+    int i;
+    pthread_mutex_unlock(&cc_released_lock);
+    for (i = CC_NLIBS - 1; i >= 0; i--) pthread_mutex_unlock(&cc_libs[i].lock);
+}
+
+static const char cc_forked_message[] =
+    "this process was created by fork() after its parent loaded the CUDA driver, "
+    "and CUDA cannot be used in such a child";
+
+static void cc_atfork_child(void) {
+    int i;
+    if (cc_libs[CC_LIB_DRIVER].state == 1) {
+        cc_forget_driver();
+        cc_getproc_v2 = NULL;
+        cc_getproc_v1 = NULL;
+        memcpy(cc_libs[CC_LIB_DRIVER].error, cc_forked_message, sizeof(cc_forked_message));
+        __atomic_store_n(&cc_libs[CC_LIB_DRIVER].state, CC_DRIVER_FORKED, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&cc_released_lock);
+    for (i = CC_NLIBS - 1; i >= 0; i--) pthread_mutex_unlock(&cc_libs[i].lock);
+}
+
+static int cc_atfork_registered;   /* guarded by the driver's lock */
 
 int cc_load_library(int which, const char *path) {
     cc_lib_t *lib;
@@ -1670,7 +1713,10 @@ int cc_load_library(int which, const char *path) {
     lib = &cc_libs[which];
     pthread_mutex_lock(&lib->lock);
     if (lib->state == 1) goto done;
-    if (which == CC_LIB_DRIVER && lib->state == 2) { rc = -1; goto done; }
+    if (which == CC_LIB_DRIVER && (lib->state == 2 || lib->state == CC_DRIVER_FORKED)) {
+        rc = -1;
+        goto done;
+    }
     if (path == NULL) path = "libcuda.so.1";
     dlerror();
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -1696,6 +1742,9 @@ int cc_load_library(int which, const char *path) {
             goto done;
         }
         cc_resolve_driver();
+        if (!cc_atfork_registered
+            && pthread_atfork(cc_atfork_prepare, cc_atfork_parent, cc_atfork_child) == 0)
+            cc_atfork_registered = 1;
         break;
     case CC_LIB_NVRTC: cc_resolve_nvrtc(h); break;
     case CC_LIB_NVJITLINK: cc_resolve_nvjitlink(h); break;
@@ -1708,9 +1757,11 @@ done:
     return rc;
 }
 
+/* 0: the driver is loaded; 1: forked child (CC_DRIVER_FORKED); -1: not loadable. */
 static int cc_driver_autoload(void) {
     int s = __atomic_load_n(&cc_libs[CC_LIB_DRIVER].state, __ATOMIC_ACQUIRE);
     if (s == 1) return 0;
+    if (s == CC_DRIVER_FORKED) return 1;
     if (s == 2) return -1;
     return cc_load_library(CC_LIB_DRIVER, NULL);
 }
@@ -1758,7 +1809,7 @@ def _parse(block):
 
 def _wrappers(block, lib_index, missing_status, resolver, driver=False):
     """Return (cdef, C source) for one library's function table."""
-    cdef, src, resolve = [], [], []
+    cdef, src, resolve, forget = [], [], [], []
     for version, restype, name, params, argnames in _parse(block):
         cdef.append(f"{restype} {name}({params});")
         pfn = f"cc_pfn_{name}"
@@ -1770,7 +1821,9 @@ def _wrappers(block, lib_index, missing_status, resolver, driver=False):
         elif driver:
             ver = version or DEFAULT_DRIVER_VERSION
             on_missing = (
-                f"if (cc_driver_autoload() != 0) return ({restype})CC_LIB_NOT_LOADED;\n"
+                "int a = cc_driver_autoload();\n"
+                f"        if (a != 0) return ({restype})(a > 0 ? CUDA_ERROR_NOT_INITIALIZED"
+                " : CC_LIB_NOT_LOADED);\n"
                 f"        if (cc_p_{name} == NULL) return ({restype})cc_note_missing("
                 f'"{name}", {ver}, CUDA_ERROR_NOT_SUPPORTED);'
             )
@@ -1788,10 +1841,13 @@ def _wrappers(block, lib_index, missing_status, resolver, driver=False):
             exact = 1 if re.search(r"_v\d+$", name) else 0
             ver = version or DEFAULT_DRIVER_VERSION
             resolve.append(f'    cc_p_{name} = ({pfn})cc_driver_symbol("{name}", {ver}, {exact});')
+            forget.append(f"    cc_p_{name} = NULL;")
         else:
             resolve.append(f'    cc_p_{name} = ({pfn})dlsym(h, "{name}");')
     if driver:
         src.append(f"static void {resolver}(void) {{\n" + "\n".join(resolve) + "\n}")
+        # Fork safety (see cc_atfork_child): every entry point back to NULL.
+        src.append("static void cc_forget_driver(void) {\n" + "\n".join(forget) + "\n}")
     else:
         src.append(f"static void {resolver}(void *h) {{\n" + "\n".join(resolve) + "\n}")
     return "\n".join(cdef), "\n".join(src)

@@ -144,7 +144,10 @@ _NVJITLINK_DESCRIPTIONS = {
 
 # [True] in a process created by fork() after its parent had loaded the CUDA
 # driver: CUDA cannot be used there, and the objects inherited from the parent
-# are not this process's to destroy.
+# are not this process's to destroy.  The extension's fork handler (see
+# cc_atfork_child in build_ffi.py) is what makes it so: in such a child the
+# driver's library state is CC_DRIVER_FORKED and every driver call returns
+# CUDA_ERROR_NOT_INITIALIZED at once; this flag mirrors that state.
 _FORKED_CHILD = [False]
 _FORK_HINT = (
     "this process was created by fork() after its parent initialized CUDA, and CUDA "
@@ -153,8 +156,14 @@ _FORK_HINT = (
 )
 
 
+def _driver_forked():
+    """Return whether the extension has marked the driver unusable after fork()."""
+    return lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED
+
+
 def _after_fork_in_child():
-    if lib.cc_library_state(lib.CC_LIB_DRIVER) == 1:
+    # The extension's own fork handler has run by now (inside fork()).
+    if _driver_forked():
         _FORKED_CHILD[0] = True
 
 
@@ -165,9 +174,13 @@ if hasattr(os, "register_at_fork"):
 def in_forked_child():
     """Return whether this process was forked after its parent loaded the CUDA driver.
 
-    Finalizers use it to leave the parent's CUDA objects alone (they are not
-    this process's to destroy, and the driver cannot be used here).
+    In such a child every driver call fails with ``CUDA_ERROR_NOT_INITIALIZED``
+    (whose message then explains fork()).  Finalizers use this to leave the
+    parent's CUDA objects alone (they are not this process's to destroy, and
+    the driver cannot be used here).
     """
+    if not _FORKED_CHILD[0] and _driver_forked():  # forked without os.fork's hooks
+        _FORKED_CHILD[0] = True
     return _FORKED_CHILD[0]
 
 
@@ -220,7 +233,7 @@ def driver_error(status, context=None):
         message += f" ({missing})"
     if context:
         message += f" [{context}]"
-    if status == 3 and _FORKED_CHILD[0]:  # CUDA_ERROR_NOT_INITIALIZED after fork()
+    if status == 3 and in_forked_child():  # CUDA_ERROR_NOT_INITIALIZED after fork()
         message += f" ({_FORK_HINT})"
     return CUDAError(message, code=int(status), name=name)
 
@@ -351,7 +364,7 @@ def warn_cuda(what, status, stacklevel=2):
     loaded the driver (see :func:`in_forked_child`): the objects it inherited
     belong to the parent.
     """
-    if status in (0, 4) or _FORKED_CHILD[0]:
+    if status in (0, 4) or in_forked_child():
         return
     err = driver_error(status)
     warnings.warn(f"{what} failed: {err}", CUDAWarning, stacklevel=stacklevel + 1)

@@ -20,6 +20,7 @@ from collections import namedtuple
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
+from cuda_core._utils import check_nonnegative_int, index_or_none
 
 __all__ = [
     "Kernel",
@@ -245,7 +246,9 @@ class Kernel:
         The default view refers to the current device, resolved each time an
         attribute is read; ``kernel.attributes[device]`` gives a view of
         another device (a :class:`~cuda_core.Device` or an ordinal).  Values
-        are cached, in one cache shared by all views.
+        are cached, in one cache shared by all views; once the kernel's
+        :class:`~cuda_core.ObjectCode` is closed, reading any attribute (cached
+        or not) raises RuntimeError.
         """
         attrs = self._attributes
         if attrs is None:
@@ -323,11 +326,13 @@ class KernelAttributes:
         """
         from cuda_core._device import Device
 
-        if isinstance(device, bool) or not (
-            isinstance(device, Device) or hasattr(device, "__index__")
-        ):
-            raise TypeError(f"device must be a Device or an int, not {type(device).__name__}")
-        device_id = Device(device).device_id
+        if isinstance(device, Device):
+            device_id = device.device_id
+        else:
+            index = index_or_none(device)
+            if index is None:
+                raise TypeError(f"device must be a Device or an int, not {type(device).__name__}")
+            device_id = Device(index).device_id
         kernel = self._kernel()
         return KernelAttributes._init(kernel, self._cache, device_id)
 
@@ -347,11 +352,11 @@ class KernelAttributes:
             from cuda_core._device import Device
 
             device_id = Device().device_id
+        kernel = self._kernel()
+        kernel._require_open()  # cached values too: a closed kernel has no attributes
         key = (device_id, attribute)
         value = self._cache.get(key)
         if value is None:
-            kernel = self._kernel()
-            kernel._require_open()
             out = ffi.new("int *")
             check(
                 lib.cuKernelGetAttribute(out, attribute, kernel._handle, device_id),
@@ -531,7 +536,7 @@ class KernelOccupancy:
         elif callable(needed):
             keep = _b2d_callback(needed)
             callback = keep
-        elif not isinstance(needed, bool) and hasattr(needed, "__index__"):
+        elif index_or_none(needed) is not None:
             shmem = _int_arg("dynamic_shared_memory_needed", needed)
         else:
             raise TypeError(
@@ -622,12 +627,7 @@ class KernelOccupancy:
 # Private helpers.
 # --------------------------------------------------------------------------
 def _int_arg(what, value):
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = value.__index__()
-    if value < 0:
-        raise ValueError(f"{what} must be >= 0, got {value}")
-    return value
+    return check_nonnegative_int(value, what)
 
 
 def _b2d_callback(fn):

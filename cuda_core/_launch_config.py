@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError
+from cuda_core._utils import index_or_none
 
 __all__ = ["LaunchConfig"]
 
@@ -313,30 +314,27 @@ def _coerce_config(config):
     raise TypeError(f"config must be a LaunchConfig or a dict, not {type(config).__name__}")
 
 
-def _is_int(value):
-    return not isinstance(value, bool) and hasattr(value, "__index__")
-
-
 def _cast_to_3_tuple(what, value):
     """Return ``value`` (an int or a sequence of 1-3 ints) as a 3-tuple of positive ints."""
-    if _is_int(value):
-        dims = (value.__index__(),)
+    index = index_or_none(value)
+    if index is not None:
+        dims = (index,)
     elif isinstance(value, (tuple, list)):
         if not 1 <= len(value) <= 3:
             raise _LaunchConfigTypeError(
                 f"{what} must be an int, or a tuple with 1 to 3 ints (got a "
                 f"{type(value).__name__} of length {len(value)})"
             )
-        for v in value:
-            if not _is_int(v):
+        dims = tuple(index_or_none(v) for v in value)
+        for v, d in zip(value, dims):
+            if d is None:
                 raise _LaunchConfigTypeError(
                     f"{what} must be an int, or a tuple with 1 to 3 ints (got an element "
-                    f"{v!r} of type {type(v).__name__})"
+                    f"{_short_repr(v)} of type {type(v).__name__})"
                 )
-        dims = tuple(v.__index__() for v in value)
     else:
         raise _LaunchConfigTypeError(
-            f"{what} must be an int, or a tuple with 1 to 3 ints (got {type(value).__name__})"
+            f"{what} must be an int, or a tuple with 1 to 3 ints (got {_type_name(value)})"
         )
     for v in dims:
         if v < 1:
@@ -349,14 +347,27 @@ def _cast_to_3_tuple(what, value):
 def _shmem(what, value):
     if value is None:
         return 0
-    if not _is_int(value):
-        raise _LaunchConfigTypeError(f"{what} must be an int or None (got {type(value).__name__})")
-    value = value.__index__()
+    index = index_or_none(value)
+    if index is None:
+        raise _LaunchConfigTypeError(f"{what} must be an int or None (got {_type_name(value)})")
+    value = index
     if value < 0:
         raise ValueError(f"{what} must be >= 0 (got {value})")
     if value > _UINT_MAX:
         raise ValueError(f"{what} must fit in 32 bits (got {value})")
     return value
+
+
+def _type_name(value):
+    """``type(value).__name__``, or ``"the class X"`` for a class passed as a value."""
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    return type(value).__name__
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _native_dims(grid, cluster):

@@ -42,6 +42,12 @@ its 64-bit handle.  Beyond ``cuda.core``, structures are passed by value:
 a NumPy structured scalar (``numpy.void``) or a ``ctypes.Structure`` /
 ``ctypes.Union`` instance, checked against (and zero-padded to) the kernel's
 parameter size where the driver reports it.  Anything else raises TypeError.
+
+Where the driver reports the kernel's parameter sizes (CUDA 12.4 or newer),
+every argument's packed width must equal its parameter's size, checked when
+the plan is built (so never per launch): ``numpy.uint8`` for an ``int``
+parameter, or a Python ``int`` (8 bytes) for a 4-byte one, raises TypeError
+where ``cuda.core`` would pass the bytes and let the kernel read garbage.
 """
 
 from __future__ import annotations
@@ -167,27 +173,43 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
     *kernel_args
         The kernel's arguments, marshalled as the module documentation
         describes (e.g. :class:`~cuda_core.Buffer` -> pointer, ``int`` ->
-        ``intptr_t``, ``numpy.float32`` -> ``float``).
+        ``intptr_t``, ``numpy.float32`` -> ``float``).  Each must have
+        exactly its parameter's width (see Notes).
 
     Raises
     ------
     TypeError
         If ``stream``, ``config`` or ``kernel`` has the wrong type, an
         argument has an unsupported type (the message names its position
-        and type), or the number of arguments differs from the kernel's
-        parameter count.
-    OverflowError
-        If a Python int does not fit in ``intptr_t``.
+        and type), the number of arguments differs from the kernel's
+        parameter count, or an argument's width differs from its
+        parameter's size (the message names its position, its type and
+        both sizes).
     ValueError
-        If a cooperative launch's grid cannot be co-resident (the message
-        gives both numbers), or a structure argument is larger than its
-        parameter.
+        If a Python int does not fit in ``intptr_t`` (also an
+        OverflowError; the message names the argument's position), a
+        cooperative launch's grid cannot be co-resident (the message gives
+        both numbers), or a structure argument is larger than its parameter.
     RuntimeError
         If the stream, the kernel's ObjectCode or a Buffer argument is closed.
     CUDAError
         If the device cannot do what the configuration asks (clusters,
         cooperative launches), or the driver rejects the launch (e.g.
         ``CUDA_ERROR_INVALID_VALUE`` for a block that is too large).
+
+    Notes
+    -----
+    Deliberate difference from NVIDIA's ``cuda.core`` (the design rule "bad
+    input gets a clear exception"): where the driver reports the kernel's
+    parameter sizes (CUDA 12.4 or newer), an argument whose packed width
+    differs from its parameter's size raises TypeError instead of being
+    passed as is.  ``cuda.core`` passes e.g. a ``numpy.uint8`` for an
+    ``int`` parameter (the kernel reads three bytes of whatever follows) or
+    a Python ``int`` -- always an 8-byte ``intptr_t`` -- for an ``int``
+    parameter.  Pass ``numpy.int32(n)`` for an ``int``, ``numpy.uint64(n)``
+    for a ``size_t``; Python ``int`` suits pointer-sized (8-byte) parameters
+    and ``float`` suits ``double``.  The check runs once per kernel and
+    combination of argument types, never per launch.
     """
 
 
@@ -196,6 +218,14 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
 # --------------------------------------------------------------------------
 class _Mismatch(Exception):
     """The cached plan does not fit these arguments (internal control flow)."""
+
+
+class _ArgOverflow(ValueError, OverflowError):
+    """A Python int argument that does not fit in ``intptr_t``.
+
+    A ValueError (a bad value, like other range errors of the package) and an
+    OverflowError (what packing it raises, so code catching that still works).
+    """
 
 
 class _Plan:
@@ -385,6 +415,54 @@ def _classify(arg, index, param):
     )
 
 
+def _slot_size(slot):
+    """Bytes the slot packs for its argument (structures: their padded size)."""
+    if slot.raw_size is not None:
+        return slot.raw_size
+    return sum(struct.calcsize("@" + code) for code, _, _ in slot.items)
+
+
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _check_size(index, slot, arg, param):
+    """Raise TypeError if argument ``index`` packs to another size than its parameter.
+
+    Runs when a plan is built (once per kernel and argument types), where the
+    driver reports the parameter sizes (CUDA 12.4 or newer).
+    """
+    size = _slot_size(slot)
+    if size == param.size:
+        return
+    tp = type(arg)
+    package = tp.__module__.partition(".")[0]
+    name = f"{package}.{tp.__qualname__}" if package in ("numpy", "ctypes") else tp.__qualname__
+    if slot.items is _INT_ITEMS:
+        what = f"a Python int ({name}), passed as an intptr_t of {_plural(size, 'byte')}"
+    elif slot.items is _FLOAT_ITEMS:
+        what = f"a Python float ({name}), passed as a double of {_plural(size, 'byte')}"
+    else:
+        what = f"a {name} of {_plural(size, 'byte')}"
+    fits = _WIDTH_EXAMPLES.get(
+        param.size, "a NumPy structured scalar or a ctypes structure of that size"
+    )
+    raise TypeError(
+        f"kernel argument {index} is {what}, but the kernel parameter is "
+        f"{_plural(param.size, 'byte')}: pass a value of exactly that width ({fits})"
+    )
+
+
+#: Argument types of each width, for the size-mismatch message.
+_WIDTH_EXAMPLES = {
+    1: "e.g. numpy.int8, numpy.uint8 or bool",
+    2: "e.g. numpy.int16, numpy.uint16 or numpy.float16",
+    4: "e.g. numpy.int32, numpy.uint32 or numpy.float32",
+    8: "e.g. numpy.int64, numpy.uint64, numpy.float64, int, float or a Buffer",
+    16: "e.g. complex, numpy.complex128 or a 16-byte structure",
+}
+
+
 def _raw_items(size, expr, keep):
     code = f"{size}s"
     return ((code, expr, f"({expr}).ljust({size}, b'\\0')"),), keep
@@ -483,6 +561,9 @@ def _build_plan(kernel, args, full_key):
             f"{nargs} {'were' if nargs != 1 else 'was'} given"
         )
     slots = [_classify(a, i, info[i] if info is not None else None) for i, a in enumerate(args)]
+    if info is not None:
+        for i, (slot, arg, param) in enumerate(zip(slots, args, info)):
+            _check_size(i, slot, arg, param)
 
     # Lay the values out after the header, each at its natural alignment (the
     # native struct rules), structures at _RAW_ALIGN.  Offsets are from the
@@ -767,7 +848,7 @@ def _diagnose(plan, args, exc):
                 struct.pack("@" + code, value)
             except (struct.error, OverflowError, TypeError, ValueError) as err:
                 if code == "n":
-                    raise OverflowError(
+                    raise _ArgOverflow(
                         f"kernel argument {i} ({arg!r}) does not fit in intptr_t: Python ints "
                         "are passed as pointer-sized integers"
                     ) from err

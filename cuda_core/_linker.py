@@ -781,7 +781,8 @@ def _check_arch(owner, arch):
         raise TypeError(f"{owner}.arch must be a str such as 'sm_90', not {type(arch).__name__}")
     prefix, _, rest = arch.partition("_")
     digits = rest[:-1] if rest[-1:].isalpha() else rest
-    if prefix not in ("sm", "compute", "lto") or not digits.isdigit():
+    # str.isdigit/isalpha accept any Unicode digit or letter: only ASCII is an arch.
+    if not arch.isascii() or prefix not in ("sm", "compute", "lto") or not digits.isdigit():
         raise ValueError(
             f"{owner}.arch={arch!r} is not a valid architecture; expected 'sm_<CC>' "
             f"(e.g. 'sm_90', 'sm_90a') or 'compute_<CC>'"

@@ -25,7 +25,7 @@ import sys
 import threading
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import LibraryNotFoundError
+from cuda_core._errors import LibraryNotFoundError, driver_error
 
 __all__ = [
     "driver_not_found_error",
@@ -173,6 +173,8 @@ def ensure_loaded(name):
 def load_driver():
     """Load the CUDA driver (``libcuda.so.1``) from the system loader."""
     if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
+        if lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED:
+            raise driver_error(3)  # CUDA_ERROR_NOT_INITIALIZED, with the fork() hint
         raise driver_not_found_error()
 
 

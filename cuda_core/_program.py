@@ -703,6 +703,13 @@ class ProgramOptions:
                 "ProgramOptions.frandom_seed must be a str (or int), "
                 f"not {type(self.frandom_seed).__name__}"
             )
+        # The type first: ``in`` on an arbitrary object (an array) may not give a bool.
+        # (A ValueError, as upstream raises for any invalid ofast_compile.)
+        if self.ofast_compile is not None and not isinstance(self.ofast_compile, str):
+            raise ValueError(
+                f"ProgramOptions.ofast_compile must be a str (one of {_OFAST_VALUES}) or None, "
+                f"not {type(self.ofast_compile).__name__}"
+            )
         if self.ofast_compile is not None and self.ofast_compile not in _OFAST_VALUES:
             raise ValueError(
                 f"ProgramOptions.ofast_compile={self.ofast_compile!r} is not valid; "

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 from cuda_core._cuda_ffi import ffi
 
 __all__ = [
     "as_int_handle",
-    "check_or_create_options",
     "check_nonnegative_int",
+    "check_or_create_options",
+    "index_or_none",
     "require_open",
 ]
 
@@ -40,11 +42,31 @@ def check_or_create_options(cls, options, desc, *, keep_none=False):
     )
 
 
+def index_or_none(value):
+    """Return ``value`` as a Python int (``operator.index``), or None if it is no integer.
+
+    Bools (Python's and NumPy's) are not integers here, and neither is an
+    object whose ``__index__`` fails (the class ``int`` itself, a NumPy array
+    of more than one element): callers turn None into a TypeError that names
+    their argument.
+    """
+    if isinstance(value, bool):
+        return None
+    tp = type(value)
+    if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
+        return None  # NumPy versions differ on whether numpy.bool_ is an index
+    try:
+        return operator.index(value)
+    except Exception:  # noqa: BLE001 - any failure means "not an integer"
+        return None
+
+
 def check_nonnegative_int(value, what):
     """Return ``value`` as an int, raising TypeError/ValueError with ``what``."""
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
+    index = index_or_none(value)
+    if index is None:
         raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = value.__index__()
+    value = index
     if value < 0:
         raise ValueError(f"{what} must be >= 0, got {value}")
     return value

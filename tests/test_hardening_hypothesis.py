@@ -218,8 +218,6 @@ def test_buffer_from_handle_properties(ptr, size, which):
         mr = 7
     owner = object() if "owner" in which else None
     stream = Stream.from_handle(0x1234) if "stream" in which else None
-    if spec.from_handle_ptr_defect(ptr):
-        return
     problem = check_from_handle(ptr, size, mr, owner, stream)
     assert problem is None, problem
 

@@ -209,5 +209,7 @@ def test_closed_object_code_closes_its_kernels(device):
     with pytest.raises(RuntimeError, match="Kernel is closed"):
         _ = k.attributes[0].max_threads_per_block
     with pytest.raises(RuntimeError, match="Kernel is closed"):
+        _ = k.attributes.num_regs  # read (and cached) before close: raises all the same
+    with pytest.raises(RuntimeError, match="Kernel is closed"):
         k.occupancy.max_active_blocks_per_multiprocessor(32, 0)
     assert "closed" in repr(k)

@@ -436,3 +436,78 @@ def test_strided_memory_view_passes_its_pointer():
     plan, blob = _packed_arguments(make_kernel(), (view, 3))
     assert field(blob, plan, 0, 8) == struct.pack("=Q", host.ctypes.data)
     assert field(blob, plan, 1, 8) == struct.pack("=q", 3)
+
+
+def test_closed_kernel_attributes_raise_even_when_cached():
+    from cuda_core._cuda_ffi import lib
+
+    class FakeCode:
+        _closed = False
+
+    mod = FakeCode()
+    k = make_kernel(mod=mod)
+    cache = {(0, lib.CU_FUNC_ATTRIBUTE_NUM_REGS): 32}
+    attrs = KernelAttributes._init(k, cache, 0)
+    assert attrs.num_regs == 32  # cached: no driver call
+    mod._closed = True
+    with pytest.raises(RuntimeError, match="Kernel is closed"):
+        _ = attrs.num_regs
+
+
+@pytest.mark.parametrize("bad", [int, np.array([0, 1]), "0", 1.0, True])
+def test_kernel_attributes_device_must_be_an_int(bad):
+    with pytest.raises(TypeError, match="device must be a Device or an int"):
+        make_kernel().attributes[bad]
+
+
+# -- argument widths against the kernel's parameter sizes (driver 12.4+) ----------
+
+
+@pytest.mark.parametrize(
+    "value, size",
+    [
+        (np.uint8(1), 4),
+        (np.int32(1), 8),
+        (np.float32(1.0), 8),
+        (ctypes.c_uint16(1), 4),
+        (True, 4),
+        (1, 4),  # a Python int is a pointer-sized intptr_t: too wide for an int
+        (2.0, 4),  # a Python float is a double: too wide for a float
+        (1 + 2j, 8),
+        (np.complex64(1), 16),
+        (Buffer.from_handle(0x7F00_0000_0000, 16), 4),
+    ],
+    ids=lambda v: type(v).__name__,
+)
+def test_argument_width_must_match_the_parameter(value, size):
+    k = make_kernel([ParamInfo(0, 8), ParamInfo(8, size)])
+    with pytest.raises(TypeError) as info:
+        _packed_arguments(k, (0, value))
+    msg = str(info.value)
+    assert "kernel argument 1" in msg
+    assert f"kernel parameter is {size} bytes" in msg
+    assert type(value).__name__ in msg
+    assert not k._plans  # nothing cached for the refused combination
+
+
+def test_argument_widths_that_match_are_packed():
+    k = make_kernel(
+        [ParamInfo(0, 8), ParamInfo(8, 4), ParamInfo(12, 2), ParamInfo(14, 1), ParamInfo(16, 8)]
+    )
+    buf = Buffer.from_handle(0x7F00_0000_0000, 16)
+    args = (buf, np.uint32(7), np.float16(1.0), True, 2.5)
+    for _ in range(2):
+        plan, blob = _packed_arguments(k, args)
+        assert field(blob, plan, 0, 8) == struct.pack("=Q", buf.handle)
+        assert field(blob, plan, 1, 4) == struct.pack("=I", 7)
+        assert field(blob, plan, 4, 8) == struct.pack("=d", 2.5)
+    # A Python int fits a pointer-sized parameter.
+    plan, blob = _packed_arguments(k, (0x1234, np.uint32(7), np.float16(1.0), True, 2.5))
+    assert field(blob, plan, 0, 8) == struct.pack("=q", 0x1234)
+
+
+def test_int_out_of_range_is_also_a_value_error():
+    k = make_kernel([ParamInfo(0, 8), ParamInfo(8, 8)])
+    with pytest.raises(ValueError, match="kernel argument 1 .*does not fit in intptr_t") as info:
+        _packed_arguments(k, (1, 2**64))
+    assert isinstance(info.value, OverflowError)

@@ -12,11 +12,12 @@ collected.  A failure while freeing raises from ``close()`` and becomes a
 from __future__ import annotations
 
 import abc
+import operator
 import sys
 import warnings
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAWarning, check, warn_cuda
+from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._memory import _dlpack
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_stream as _stream_accept
@@ -179,15 +180,27 @@ class Buffer:
         return self
 
     @classmethod
-    def _from_pool(cls, c_ptr, size, mr, stream, ipc_descriptor=None):
-        """Wrap a stream-ordered pool allocation, freed by cuMemFreeAsync."""
+    def _from_pool(cls, c_ptr, size, mr, stream, ipc_descriptor=None, pool=None):
+        """Wrap a stream-ordered pool allocation, freed by cuMemFreeAsync.
+
+        ``pool``: the ``_memory_pool._OwnedPool`` of an owned pool, which
+        counts the allocation as outstanding until it is freed.
+        """
         self = _new(cls)
         self._ptr = c_ptr
         self._size = size
         self._mr = mr
         self._closed = False
         self._extra = None if ipc_descriptor is None else _Extra(None, ipc_descriptor)
-        self._release = _PoolRelease(mr, c_ptr, size, stream) if c_ptr else None
+        if not c_ptr:
+            self._release = None
+            return self
+        if pool is None:
+            self._release = _PoolRelease(mr, c_ptr, size, stream)
+        else:
+            rel = self._release = _OwnedPoolRelease(mr, c_ptr, size, stream)
+            rel.pool = pool
+            pool.acquire()
         return self
 
     @staticmethod
@@ -197,8 +210,9 @@ class Buffer:
         Parameters
         ----------
         ptr : int
-            The address (an ``int``, an object with ``__int__``, or a cffi
-            pointer).
+            The address: an ``int`` (or an integer object with ``__index__``,
+            such as a NumPy integer), a cuda-bindings ``CUdeviceptr``, or a
+            cffi pointer.
         size : int
             Size of the memory in bytes.
         mr : MemoryResource, optional
@@ -220,9 +234,15 @@ class Buffer:
 
         Raises
         ------
+        TypeError
+            If ``ptr`` is not an integer address (floats and strings are
+            refused) or ``mr`` is not a MemoryResource.
         ValueError
             If both ``mr`` and ``owner`` are given, if ``stream`` is given
-            without ``mr``, or if ``size`` is negative.
+            without ``mr``, or if ``ptr`` or ``size`` is negative or above
+            ``2**64 - 1``.
+        RuntimeError
+            If ``stream`` is closed.
         """
         return Buffer._init(ptr, size, mr=mr, owner=owner, stream=stream)
 
@@ -627,9 +647,10 @@ class _Release:
                 self._collect()
 
     def _collect(self):
+        if in_forked_child():
+            return  # the parent's memory: a forked child must not free it
         try:
-            stream = self.stream if self.stream is not None else _default_stream()
-            self.mr.deallocate(self.ptr, self.size, stream=stream)
+            self.mr.deallocate(self.ptr, self.size, stream=self._recorded_stream())
         except Exception as exc:  # noqa: BLE001 - a finalizer must not raise
             warnings.warn(
                 f"{type(self.mr).__name__}.deallocate({self.ptr:#x}, {self.size}) failed while "
@@ -640,8 +661,23 @@ class _Release:
 
     def run(self, stream):
         if stream is None:
-            stream = self.stream if self.stream is not None else _default_stream()
+            stream = self._recorded_stream()
         self.mr.deallocate(self.ptr, self.size, stream=stream)
+
+    def _recorded_stream(self):
+        """The stream to free on when none is given: the recorded one if usable.
+
+        A closed recorded stream cannot order anything.  Resources whose
+        ``_accepts_closed_stream`` is true (the synchronous ones, which then
+        synchronize the stream's context) still receive it; the others get
+        the default stream.
+        """
+        stream = self.stream
+        if stream is None:
+            return _default_stream()
+        if stream._closed and not getattr(self.mr, "_accepts_closed_stream", False):
+            return _default_stream()
+        return stream
 
 
 class _PoolRelease(_Release):
@@ -666,6 +702,28 @@ class _PoolRelease(_Release):
             check(status, "Buffer.close")
 
 
+class _OwnedPoolRelease(_PoolRelease):
+    """Frees an allocation of an owned pool, then tells the pool (``pool``).
+
+    The pool (``_memory_pool._OwnedPool``) counts outstanding allocations so
+    that a closed pool is destroyed only after its last buffer is freed.
+    """
+
+    __slots__ = ("pool",)
+
+    def _collect(self):
+        try:
+            _PoolRelease._collect(self)
+        finally:
+            self.pool.release(raise_errors=False)
+
+    def run(self, stream):
+        try:
+            _PoolRelease.run(self, stream)
+        finally:
+            self.pool.release(raise_errors=True)
+
+
 class _Extra:
     """Rarely used Buffer state: owner, IPC descriptor, driver pointer attributes."""
 
@@ -682,26 +740,52 @@ class _Extra:
 # Helpers
 # --------------------------------------------------------------------------
 def _as_stream(obj, what="stream"):
-    """Return ``obj`` as a Stream (TypeError naming ``what`` otherwise)."""
-    if obj.__class__ is _Stream:
-        return obj
-    return _stream_accept(obj, what)
+    """Return ``obj`` as an open Stream.
+
+    Raises TypeError naming ``what`` for a non-stream, and RuntimeError for a
+    closed stream (its destroyed handle must never reach the driver).
+    """
+    if obj.__class__ is not _Stream:
+        obj = _stream_accept(obj, what)
+    if obj._closed:
+        require_open(obj, True, "Stream")
+    return obj
 
 
-def _as_address(ptr):
+def _as_address(ptr, what="ptr"):
+    """Return ``ptr`` as an int address in ``[0, 2**64)``.
+
+    Accepts None (0), an int or any integer object with ``__index__`` (not a
+    bool), a cffi pointer, and the handle objects of cuda-bindings (such as
+    ``CUdeviceptr``, which convert with ``int()``).  Floats, strings and
+    other numbers that merely convert with ``int()`` are refused.
+    """
     if ptr is None:
         return 0
-    if isinstance(ptr, ffi.CData):
-        return int(ffi.cast("uintptr_t", ptr))
-    try:
-        value = int(ptr)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"ptr must be an int address or a pointer object, not {type(ptr).__name__}"
-        ) from None
-    if value < 0 or value > _SIZE_MAX:
-        raise ValueError(f"ptr must be an address in [0, 2**64), got {value}")
-    return value
+    if ptr.__class__ is not int:
+        if isinstance(ptr, ffi.CData):
+            return int(ffi.cast("uintptr_t", ptr))
+        if isinstance(ptr, bool):
+            raise TypeError(f"{what} must be an int address or a pointer object, not bool")
+        try:
+            ptr = operator.index(ptr)
+        except TypeError:
+            if not _is_bindings_handle(ptr):
+                raise TypeError(
+                    f"{what} must be an int address or a pointer object, not {type(ptr).__name__}"
+                ) from None
+            ptr = int(ptr)
+    if ptr < 0 or ptr > _SIZE_MAX:
+        raise ValueError(f"{what} must be an address in [0, 2**64), got {ptr}")
+    return ptr
+
+
+def _is_bindings_handle(obj):
+    """Whether ``obj`` is a handle object of cuda-bindings (e.g. ``CUdeviceptr``)."""
+    module = getattr(type(obj), "__module__", None) or ""
+    return module.startswith(("cuda.bindings.", "cuda.cuda", "cuda.ccuda")) and hasattr(
+        obj, "__int__"
+    )
 
 
 def _as_size(size):

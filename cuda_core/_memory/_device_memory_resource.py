@@ -18,6 +18,8 @@ from cuda_core._utils import check_or_create_options
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
 
+_SIZE_MAX = (1 << 64) - 1
+
 
 @dataclasses.dataclass
 class DeviceMemoryResourceOptions:
@@ -46,9 +48,10 @@ class DeviceMemoryResourceOptions:
                 f"DeviceMemoryResourceOptions.max_size must be an int, not "
                 f"{type(self.max_size).__name__}"
             )
-        if self.max_size < 0:
+        if not 0 <= self.max_size <= _SIZE_MAX:
             raise ValueError(
-                f"DeviceMemoryResourceOptions.max_size must be >= 0, got {self.max_size}"
+                f"DeviceMemoryResourceOptions.max_size must be in [0, 2**64 - 1], "
+                f"got {self.max_size}"
             )
 
 

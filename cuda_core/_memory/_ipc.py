@@ -299,7 +299,9 @@ def buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream):
     check(lib.cuMemPoolImportPointer(c_ptr, mr._pool, data), "cuMemPoolImportPointer")
     if not issubclass(cls, Buffer):
         raise TypeError(f"{cls!r} is not a Buffer class")
-    return cls._from_pool(int(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor)
+    # The mapped pool is owned: it counts the imported buffer as outstanding.
+    pool = getattr(mr, "_state", None)
+    return cls._from_pool(int(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool)
 
 
 def deep_reduce_mempool(mr, *args):

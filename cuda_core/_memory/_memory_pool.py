@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Stream-ordered memory pools: the base of the device, pinned and managed resources.
 
-A ``_MemPool`` wraps a ``CUmemoryPool``: either one it created (owned,
-destroyed by :meth:`_MemPool.close`) or the driver's current pool for a
-location (not owned).  Allocation is ``cuMemAllocFromPoolAsync`` and freeing
-``cuMemFreeAsync``, both ordered on a stream.
+A ``_MemPool`` wraps a ``CUmemoryPool``: either one it created or imported
+(owned, destroyed after :meth:`_MemPool.close` once no buffer from it is
+outstanding) or the driver's current pool for a location (not owned).
+Allocation is ``cuMemAllocFromPoolAsync`` and freeing ``cuMemFreeAsync``,
+both ordered on a stream.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from cuda_core._memory._buffer import (
     MemoryResource,
     _as_size,
     _as_stream,
+    _OwnedPoolRelease,
     _PoolRelease,
     _Stream,
 )
@@ -138,13 +140,17 @@ class _MemPool(MemoryResource):
         "_attributes",
         "_dev_id",
         "_closed",
-        "_gc",
+        "_state",
         "_no_alloc",
         "__dict__",
     )
 
     def _set_pool(self, c_pool, owned, dev_id):
-        """Adopt ``c_pool``; an owned pool is destroyed by close() or, failing that, GC."""
+        """Adopt ``c_pool``; an owned pool is destroyed after close() or, failing that, GC.
+
+        Either way the destruction waits for the last outstanding buffer
+        (see :class:`_OwnedPool`).
+        """
         self._dev_id = dev_id
         self._owned = owned
         self._closed = False
@@ -155,12 +161,8 @@ class _MemPool(MemoryResource):
         self._no_alloc = (
             "mapped" if self._ipc_data is not None and self._ipc_data.is_mapped else None
         )
-        if owned:
-            self._gc = ffi.gc(c_pool, _destroy_pool_finalizer)
-            self._pool = self._gc
-        else:
-            self._gc = None
-            self._pool = c_pool
+        self._state = _OwnedPool(c_pool, type(self).__name__) if owned else None
+        self._pool = c_pool
         self._h = as_int_handle(c_pool)
 
     def _init_create_pool(self, loc_type, loc_id, alloc_type, ipc_enabled, max_size, dev_id):
@@ -214,16 +216,22 @@ class _MemPool(MemoryResource):
         return False
 
     def close(self):
-        """Release this resource's reference to its pool.
+        """Close this resource: no further allocations.
 
-        An owned pool is destroyed; the driver defers releasing its memory
-        until outstanding allocations are freed.  Allocating afterwards
-        raises; :meth:`deallocate` keeps working.  Idempotent.
+        An owned pool (created with options, or imported) is destroyed with
+        ``cuMemPoolDestroy`` -- at once when no buffer allocated from (or
+        imported into) it is outstanding, and otherwise when the last of
+        them is freed, by :meth:`Buffer.close` or by garbage collection.
+        Until then those buffers stay fully usable.  A pool that is not
+        owned is left alone.  Allocating afterwards raises;
+        :meth:`deallocate` keeps working.  Idempotent.
 
         Raises
         ------
         CUDAError
-            If ``cuMemPoolDestroy`` fails.
+            If ``cuMemPoolDestroy`` fails (when the destruction is deferred,
+            the ``Buffer.close`` that triggers it raises instead, or the
+            garbage collector warns).
         """
         if self._closed:
             return
@@ -232,11 +240,9 @@ class _MemPool(MemoryResource):
         self._attributes = None
         # The allocation handle (if any) closes its descriptor when collected.
         self._ipc_data = None
-        gc_pool = self._gc
-        self._gc = None
-        if gc_pool is not None:
-            ffi.gc(gc_pool, None)
-            check(lib.cuMemPoolDestroy(gc_pool), f"{type(self).__name__}.close")
+        state = self._state
+        if state is not None:
+            state.close()
 
     def allocate(self, size, *, stream):
         """Allocate ``size`` bytes, stream-ordered on ``stream``.
@@ -267,7 +273,7 @@ class _MemPool(MemoryResource):
         # The hot path is written out inline: this runs once per allocation.
         if self._no_alloc is not None:
             self._refuse_allocation()
-        s = stream if stream.__class__ is _Stream else _as_stream(stream)
+        s = stream if stream.__class__ is _Stream and not stream._closed else _as_stream(stream)
         if size.__class__ is not int or not 0 < size <= _ULLONG_MAX:
             size = _as_size(size)
             if size == 0:
@@ -281,7 +287,13 @@ class _MemPool(MemoryResource):
         buf._mr = self
         buf._closed = False
         buf._extra = None
-        rel = _new(_PoolRelease)
+        pool = self._state
+        if pool is None:
+            rel = _new(_PoolRelease)
+        else:  # an owned pool counts its outstanding allocations
+            rel = _new(_OwnedPoolRelease)
+            rel.pool = pool
+            pool.live.append(None)  # pool.acquire(), inline
         rel.mr = self
         rel.ptr = c_ptr
         rel.size = size
@@ -298,7 +310,15 @@ class _MemPool(MemoryResource):
     def deallocate(self, ptr, size, *, stream):
         """Free ``ptr`` (from :meth:`allocate`), stream-ordered on ``stream``.
 
-        Works after :meth:`close` too.
+        Works after :meth:`close` too.  Memory freed this way (rather than
+        through its Buffer) is not counted as released by an owned pool.
+
+        Raises
+        ------
+        TypeError
+            If ``stream`` is not a stream.
+        RuntimeError
+            If ``stream`` is closed.
         """
         s = _as_stream(stream)
         ptr = int(ptr)
@@ -401,12 +421,68 @@ def _raise_pool_alloc_error(mr, size):
     raise RuntimeError(f"{type(mr).__name__}.allocate({size}) returned a NULL pointer")
 
 
-def _destroy_pool_finalizer(c_pool):
-    if sys.is_finalizing():  # at exit the driver reclaims everything
-        return
-    warn_cuda(
-        "cuMemPoolDestroy of a garbage-collected memory resource", lib.cuMemPoolDestroy(c_pool)
-    )
+class _OwnedPool:
+    """An owned ``CUmemoryPool``, destroyed once closed and no allocation is outstanding.
+
+    ``live`` holds one entry per outstanding allocation (a buffer allocated
+    from or imported into the pool, not yet freed); ``token`` holds the pool
+    handle until it is destroyed.  ``list.append``/``list.pop`` are atomic
+    under the GIL, so concurrent allocations and frees keep the count exact,
+    and popping the token lets exactly one caller destroy the pool.
+
+    The pool is destroyed by whichever comes last: :meth:`close` (the
+    resource was closed, or garbage collected -- see ``__del__``) or the
+    :meth:`release` of the last outstanding allocation.  Every unfreed
+    allocation's ``_OwnedPoolRelease`` refers to this object, so it outlives
+    them; when the resource and its buffers are collected together, the
+    finalizers may run in any order and the last one destroys the pool.
+    """
+
+    __slots__ = ("live", "token", "closing", "what")
+
+    def __init__(self, c_pool, what):
+        self.live = []
+        self.token = [c_pool]
+        self.closing = False
+        self.what = what
+
+    def acquire(self):
+        """Count one more outstanding allocation."""
+        self.live.append(None)
+
+    def release(self, raise_errors):
+        """Count one allocation freed; destroy the pool if it was the last of a closed pool."""
+        live = self.live
+        try:
+            live.pop()
+        except IndexError:
+            pass
+        if self.closing and not live:
+            self._destroy(raise_errors)
+
+    def close(self):
+        """Destroy the pool now, or after the last outstanding allocation is freed."""
+        self.closing = True
+        if not self.live:
+            self._destroy(True)
+
+    def _destroy(self, raise_errors):
+        try:
+            c_pool = self.token.pop()
+        except IndexError:
+            return  # already destroyed
+        status = lib.cuMemPoolDestroy(c_pool)
+        if status:
+            if raise_errors:
+                check(status, f"{self.what}: cuMemPoolDestroy")
+            warn_cuda(f"cuMemPoolDestroy of a {self.what} pool", status)
+
+    def __del__(self):
+        # The resource was garbage collected without close().
+        if self.token and not sys.is_finalizing():  # at exit the driver reclaims everything
+            self.closing = True
+            if not self.live:
+                self._destroy(False)
 
 
 def _device_count():
@@ -424,6 +500,7 @@ def _resolve_device_id(value):
 
 
 def _pool_access(mr, dev_id):
+    require_open(mr, mr.is_closed, type(mr).__name__)  # a closed pool may be destroyed
     loc = ffi.new("CUmemLocation *")
     loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
     loc.id = dev_id

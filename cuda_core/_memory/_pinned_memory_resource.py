@@ -8,12 +8,14 @@ import multiprocessing.reduction
 import platform
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import CUDAError, check
 from cuda_core._memory import _ipc
-from cuda_core._memory._memory_pool import _MemPool, _set_peer_access
+from cuda_core._memory._memory_pool import _device_count, _MemPool, _set_peer_access
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["PinnedMemoryResource", "PinnedMemoryResourceOptions"]
+
+_SIZE_MAX = (1 << 64) - 1
 
 
 @dataclasses.dataclass
@@ -49,9 +51,10 @@ class PinnedMemoryResourceOptions:
                 f"PinnedMemoryResourceOptions.max_size must be an int, not "
                 f"{type(self.max_size).__name__}"
             )
-        if self.max_size < 0:
+        if not 0 <= self.max_size <= _SIZE_MAX:
             raise ValueError(
-                f"PinnedMemoryResourceOptions.max_size must be >= 0, got {self.max_size}"
+                f"PinnedMemoryResourceOptions.max_size must be in [0, 2**64 - 1], "
+                f"got {self.max_size}"
             )
         if self.numa_id is not None:
             if isinstance(self.numa_id, bool) or not isinstance(self.numa_id, int):
@@ -79,6 +82,11 @@ class PinnedMemoryResource(_MemPool):
 
     Notes
     -----
+    A host memory pool is accessible from no device until access is
+    granted: every resource grants read-write access to all devices when it
+    creates, wraps or imports its pool (devices that cannot access host
+    memory pools are skipped).
+
     IPC works as for :class:`DeviceMemoryResource`, except that
     :meth:`from_allocation_handle` takes no device.  An IPC-enabled pool is
     placed on a host NUMA node (``CU_MEM_LOCATION_TYPE_HOST_NUMA``).
@@ -95,6 +103,7 @@ class PinnedMemoryResource(_MemPool):
                 lib.CU_MEM_LOCATION_TYPE_HOST, 0, lib.CU_MEM_ALLOCATION_TYPE_PINNED, -1
             )
             self._raise_release_threshold()
+            _grant_device_access(self)
             return
         if opts.ipc_enabled and not _ipc.is_supported():
             raise RuntimeError(f"IPC is not available on {platform.system()}")
@@ -109,6 +118,7 @@ class PinnedMemoryResource(_MemPool):
         self._init_create_pool(
             loc_type, loc_id, lib.CU_MEM_ALLOCATION_TYPE_PINNED, opts.ipc_enabled, opts.max_size, -1
         )
+        _grant_device_access(self)
 
     @classmethod
     def from_allocation_handle(cls, alloc_handle):
@@ -131,9 +141,9 @@ class PinnedMemoryResource(_MemPool):
             mr._numa_id = -1
         # Access rights are not carried over by IPC: an imported host pool is
         # reachable from no device until the importing process grants it.
-        count = ffi.new("int *")
-        check(lib.cuDeviceGetCount(count), "cuDeviceGetCount")
-        _set_peer_access(mr, list(range(count[0])), [])
+        # (A resource found in the registry was granted when it was mapped.)
+        if not mr.is_closed:
+            _grant_device_access(mr)
         return mr
 
     @property
@@ -159,6 +169,39 @@ class PinnedMemoryResource(_MemPool):
 
 def _ensure_initialized():
     check(lib.cuInit(0), "cuInit")
+
+
+# Statuses of cuMemPoolSetAccess for a device that cannot access host pools.
+_NO_HOST_POOL_ACCESS = (lib.CUDA_ERROR_NOT_SUPPORTED, lib.CUDA_ERROR_INVALID_DEVICE)
+
+
+def _grant_device_access(mr):
+    """Grant every device read-write access to ``mr``'s host memory pool.
+
+    A host pool is reachable only from the host until ``cuMemPoolSetAccess``
+    grants devices access (copies work regardless through DMA, but kernels
+    and memsets need it).  One call grants all devices; if the driver refuses
+    because some device cannot access host pools (``NOT_SUPPORTED`` or
+    ``INVALID_DEVICE``), each device is granted on its own and those
+    refusing that way are skipped.  Any other failure raises.
+    """
+    count = _device_count()
+    if count <= 0:
+        return
+    try:
+        _set_peer_access(mr, range(count), ())
+        return
+    except CUDAError as exc:
+        if exc.code not in _NO_HOST_POOL_ACCESS:
+            raise
+        if count == 1:
+            return  # the only device cannot access host pools
+    for dev_id in range(count):
+        try:
+            _set_peer_access(mr, (dev_id,), ())
+        except CUDAError as exc:
+            if exc.code not in _NO_HOST_POOL_ACCESS:
+                raise
 
 
 def _host_numa_id_for_current_device():

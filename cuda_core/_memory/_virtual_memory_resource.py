@@ -17,6 +17,7 @@ import warnings
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check
 from cuda_core._memory._buffer import Buffer, MemoryResource, _as_size, _as_stream
+from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._utils import check_or_create_options, require_open
 
 __all__ = [
@@ -104,7 +105,14 @@ _ACCESS = {
 
 def _choice(cls_name, field, value, table):
     key = value.value if isinstance(value, enum.Enum) else value
-    if key not in table:
+    try:
+        known = key in table
+    except TypeError:  # unhashable
+        allowed = ", ".join(repr(k) for k in table)
+        raise TypeError(
+            f"{cls_name}.{field} must be one of {allowed}; got {type(value).__name__} {value!r}"
+        ) from None
+    if not known:
         allowed = ", ".join(repr(k) for k in table)
         raise ValueError(f"{cls_name}.{field} must be one of {allowed}; got {value!r}")
     return key
@@ -128,13 +136,14 @@ class VirtualMemoryResourceOptions:
         ``"recommended"`` (default) or ``"minimum"``: sizes are rounded up
         to this granularity.
     gpu_direct_rdma : bool
-        Request GPUDirect-RDMA-capable memory.
+        Request GPUDirect-RDMA-capable memory (the ints 0 and 1 are taken
+        as False and True; anything else that is not a bool is refused).
     addr_hint : int
         Preferred virtual address (0 lets the driver choose).
     addr_align : int or None
         Alignment of the reservation (None: the granularity).
-    peers : iterable of int
-        Other devices granted access.
+    peers : iterable of Device or int
+        Other devices granted access (stored as a tuple of ordinals).
     self_access, peer_access : str or None
         ``"rw"`` (default), ``"r"`` or None for the owner and for the peers.
     win32_handle_metadata : int
@@ -171,13 +180,43 @@ class VirtualMemoryResourceOptions:
                 raise ValueError(
                     f"{name}.{field} must be a non-negative int or None, got {value!r}"
                 )
-        peers = []
-        for p in self.peers:
-            dev_id = getattr(p, "device_id", p)
-            if isinstance(dev_id, bool) or not isinstance(dev_id, int) or dev_id < 0:
-                raise ValueError(f"{name}.peers must hold device ordinals or Devices, got {p!r}")
-            peers.append(dev_id)
-        self.peers = tuple(peers)
+        if type(self.gpu_direct_rdma) is int and self.gpu_direct_rdma in (0, 1):
+            self.gpu_direct_rdma = bool(self.gpu_direct_rdma)
+        elif not isinstance(self.gpu_direct_rdma, bool):
+            raise TypeError(
+                f"{name}.gpu_direct_rdma must be a bool, not {type(self.gpu_direct_rdma).__name__}"
+            )
+        self.peers = _peer_ordinals(name, self.peers)
+
+
+def _peer_ordinals(cls_name, peers):
+    """Return ``peers`` (an iterable of Devices or ordinals) as a tuple of ordinals."""
+    from cuda_core._device import Device
+
+    if isinstance(peers, (str, bytes, bytearray)):
+        raise TypeError(
+            f"{cls_name}.peers must be an iterable of Devices or device ordinals, not "
+            f"{type(peers).__name__}"
+        )
+    try:
+        items = iter(peers)
+    except TypeError:
+        raise TypeError(
+            f"{cls_name}.peers must be an iterable of Devices or device ordinals, not "
+            f"{type(peers).__name__}"
+        ) from None
+    ordinals = []
+    for p in items:
+        dev_id = p.device_id if isinstance(p, Device) else p
+        if isinstance(dev_id, bool) or not isinstance(dev_id, int):
+            raise TypeError(
+                f"{cls_name}.peers must hold Devices or device ordinals, got "
+                f"{type(p).__name__} {p!r}"
+            )
+        if dev_id < 0:
+            raise ValueError(f"{cls_name}.peers must hold device ordinals >= 0, got {p!r}")
+        ordinals.append(dev_id)
+    return tuple(ordinals)
 
 
 class _Region:
@@ -238,6 +277,9 @@ class VirtualMemoryResource(MemoryResource):
     RuntimeError
         If the device does not support VMM (or GPUDirect RDMA when requested).
     """
+
+    # A buffer whose recorded stream was closed is still freed (see _Release).
+    _accepts_closed_stream = True
 
     def __init__(self, device_id, config=None):
         from cuda_core._device import Device
@@ -311,12 +353,16 @@ class VirtualMemoryResource(MemoryResource):
         return Buffer._init(ptr, aligned, self, stream=s)
 
     def deallocate(self, ptr, size, *, stream=None):
-        """Unmap and free an allocation (after synchronizing ``stream`` if given)."""
-        if stream is not None:
-            _as_stream(stream).sync()
+        """Unmap and free an allocation (after synchronizing ``stream`` if given).
+
+        A closed ``stream`` cannot be synchronized: its context is
+        synchronized instead.
+        """
         ptr = int(ptr)
         if not ptr:
             return
+        if stream is not None:
+            _sync_before_free(stream)
         region = self._regions.pop(ptr, None)
         if region is None:
             size = int(size)

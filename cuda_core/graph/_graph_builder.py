@@ -31,10 +31,10 @@ import weakref
 from dataclasses import dataclass, fields
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAWarning, check, warn_cuda
+from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._loader import driver_version
 from cuda_core._stream import Stream, _as_stream
-from cuda_core._utils import check_or_create_options
+from cuda_core._utils import check_or_create_options, index_or_none
 from cuda_core.graph._attachments import GraphBox, drain, resolve_host_callback
 
 __all__ = ["GraphBuilder", "GraphCompleteOptions", "GraphCondition", "GraphDebugPrintOptions"]
@@ -575,9 +575,10 @@ class GraphBuilder:
             If the builder is not building.
         """
         self._require_open()
-        if isinstance(count, bool) or not hasattr(count, "__index__"):
+        index = index_or_none(count)
+        if index is None:
             raise TypeError(f"count must be an int, not {type(count).__name__}")
-        count = count.__index__()
+        count = index
         if count < 2:
             raise ValueError(f"Invalid split count: expecting >= 2, got {count}")
         if self._state != _CAPTURING:
@@ -775,9 +776,10 @@ class GraphBuilder:
         RuntimeError
             If not building, or the driver is older than 12.8.
         """
-        if isinstance(count, bool) or not hasattr(count, "__index__"):
+        index = index_or_none(count)
+        if index is None:
             raise TypeError(f"count must be an int, not {type(count).__name__}")
-        count = count.__index__()
+        count = index
         if count < 1:
             raise ValueError(f"switch count must be >= 1, got {count}")
         return self._conditional(
@@ -1040,11 +1042,16 @@ def _check_bool(obj, name, cls_name):
 
 
 def _condition_value(value):
-    if not hasattr(value, "__index__"):
+    tp = type(value)
+    is_bool = isinstance(value, bool) or (
+        tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_")
+    )
+    index = int(bool(value)) if is_bool else index_or_none(value)
+    if index is None:
         raise TypeError(
             f"default_value must be an int (or bool) or None, not {type(value).__name__}"
         )
-    value = int(value.__index__())
+    value = index
     if not 0 <= value <= _UINT_MAX:
         raise ValueError(f"default_value must be in [0, 2**32), got {value}")
     return value
@@ -1115,7 +1122,13 @@ class _Cell:
 
 
 def _finalize_builder(cell):
-    """Finalizer: end a capture left running by a builder that was never closed."""
+    """Finalizer: end a capture left running by a builder that was never closed.
+
+    In a child created by ``fork()`` the capture and the stream belong to the
+    parent: left alone.
+    """
+    if in_forked_child():
+        return
     stream = cell.stream
     if cell.capturing and not stream.is_closed:
         out = ffi.new("CUgraph *")

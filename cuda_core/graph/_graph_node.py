@@ -28,6 +28,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event
 from cuda_core._loader import driver_version
+from cuda_core._utils import index_or_none
 from cuda_core.graph._attachments import resolve_host_callback
 from cuda_core.graph._graph_builder import GraphCondition
 from cuda_core.graph._types import CUgraphNodeType, GraphConditionalType, GraphMemoryType
@@ -554,9 +555,10 @@ class GraphNode:
         -------
         SwitchNode
         """
-        if isinstance(count, bool) or not hasattr(count, "__index__"):
+        index = index_or_none(count)
+        if index is None:
             raise TypeError(f"count must be an int, not {type(count).__name__}")
-        count = count.__index__()
+        count = index
         if count < 1:
             raise ValueError(f"switch count must be >= 1, got {count}")
         return self._conditional(condition, GraphConditionalType.SWITCH, count, SwitchNode, 12080)
@@ -1218,9 +1220,10 @@ def _current_device_id():
 
 def _device_id(value, what):
     device_id = getattr(value, "device_id", value)
-    if isinstance(device_id, bool) or not hasattr(device_id, "__index__"):
+    index = index_or_none(device_id)
+    if index is None:
         raise TypeError(f"{what} must be a Device or an int, not {type(value).__name__}")
-    device_id = device_id.__index__()
+    device_id = index
     if device_id < 0:
         raise ValueError(f"{what} must be a non-negative device ordinal, got {device_id}")
     return device_id
@@ -1238,18 +1241,20 @@ def _memory_type(value):
 
 
 def _as_size(value, what):
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
+    index = index_or_none(value)
+    if index is None:
         raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = value.__index__()
+    value = index
     if not 0 <= value <= _SIZE_MAX:
         raise ValueError(f"{what} must be in [0, 2**64), got {value}")
     return value
 
 
 def _as_address(value, what):
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
+    index = index_or_none(value)
+    if index is None:
         raise TypeError(f"{what} must be an int address or a Buffer, not {type(value).__name__}")
-    value = value.__index__()
+    value = index
     if not 0 <= value <= _SIZE_MAX:
         raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
     return value
