@@ -18,8 +18,12 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+try:  # run from a source checkout without installing: use the tree above
+    import cuda_core  # noqa: F401
+except ImportError:
+    sys.path.insert(1, os.path.dirname(_HERE))
 
 from _harness import optional_import, report, time_us  # noqa: E402
 

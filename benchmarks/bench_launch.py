@@ -31,8 +31,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+try:  # run from a source checkout without installing: use the tree above
+    import cuda_core  # noqa: F401
+except ImportError:
+    sys.path.insert(1, os.path.dirname(_HERE))
 
 from _harness import IMPL, optional_import, report  # noqa: E402
 

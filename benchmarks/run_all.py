@@ -25,7 +25,6 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEERS = ("cuda.core", "cupy", "C floor")
 
 
 def _parse_interp(text):
@@ -70,23 +69,33 @@ def combine(rows):
     table = {}
     for rec in rows:
         key = (rec["benchmark"], rec["case"])
-        entry = table.setdefault(key, {"unit": rec.get("unit", "us"), "ours": {}, "peers": {}})
+        entry = table.setdefault(
+            key, {"unit": rec.get("unit", "us"), "ours": {}, "peers": {}, "local": {}}
+        )
         for impl, value in rec["results"].items():
             if impl == "cuda_core":
                 entry["ours"][rec["interpreter"]] = value
             else:
                 entry["peers"].setdefault(impl, value)
+                # A peer measured in this interpreter's own process (the C floor)
+                # is what that interpreter's ratio uses.
+                entry["local"][(rec["interpreter"], impl)] = value
     return table
+
+
+# Peer columns shown (variants such as other C-floor flavours stay in the JSON),
+# and the peers each interpreter's time is divided by.
+SHOWN = ("cuda.core", "cuda.core hit", "cupy", "C floor", "cold compile")
+RATIOS = ("cuda.core", "cuda.core hit", "C floor")
 
 
 def to_markdown(table, interps):
     labels = [label for label, _, _ in interps]
-    peers = sorted(
-        {p for e in table.values() for p in e["peers"]},
-        key=lambda p: (PEERS.index(p) if p in PEERS else len(PEERS), p),
-    )
+    present = {p for e in table.values() for p in e["peers"]}
+    peers = [p for p in SHOWN if p in present]
+    ratio_peers = [p for p in RATIOS if p in present]
     head = ["benchmark", "case", "unit"] + [f"cuda_core ({lb})" for lb in labels] + peers
-    ratio_cols = [f"{lb} / {p}" for lb in labels for p in peers]
+    ratio_cols = [f"{lb} / {p}" for lb in labels for p in ratio_peers]
     lines = [
         "| " + " | ".join(head + ratio_cols) + " |",
         "|" + "---|" * (len(head) + len(ratio_cols)),
@@ -96,8 +105,9 @@ def to_markdown(table, interps):
         cells += [f"{e['ours'][lb]:.3f}" if lb in e["ours"] else "–" for lb in labels]
         cells += [f"{e['peers'][p]:.3f}" if p in e["peers"] else "–" for p in peers]
         for lb in labels:
-            for p in peers:
-                o, v = e["ours"].get(lb), e["peers"].get(p)
+            for p in ratio_peers:
+                o = e["ours"].get(lb)
+                v = e["local"].get((lb, p), e["peers"].get(p))
                 cells.append(f"{o / v:.2f}" if o and v else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
