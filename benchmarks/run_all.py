@@ -85,8 +85,8 @@ def combine(rows):
 
 # Peer columns shown (variants such as other C-floor flavours stay in the JSON),
 # and the peers each interpreter's time is divided by.
-SHOWN = ("cuda.core", "cuda.core hit", "cupy", "C floor", "cold compile")
-RATIOS = ("cuda.core", "cuda.core hit", "C floor")
+SHOWN = ("cuda.core", "cuda.core hit", "cupy", "C floor", "raw NVRTC", "cold compile")
+RATIOS = ("cuda.core", "cuda.core hit", "C floor", "raw NVRTC")
 
 
 def to_markdown(table, interps):
