@@ -11,14 +11,13 @@ from cuda_core._errors import check
 from cuda_core._memory import _ipc
 from cuda_core._memory._memory_pool import (
     PeerAccessibleBySetProxy,
+    _check_pool_options,
     _MemPool,
     _set_peer_accessible_by,
 )
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
-
-_SIZE_MAX = (1 << 64) - 1
 
 
 @dataclasses.dataclass
@@ -38,21 +37,7 @@ class DeviceMemoryResourceOptions:
     max_size: int = 0
 
     def __post_init__(self):
-        if not isinstance(self.ipc_enabled, bool):
-            raise TypeError(
-                f"DeviceMemoryResourceOptions.ipc_enabled must be a bool, not "
-                f"{type(self.ipc_enabled).__name__}"
-            )
-        if isinstance(self.max_size, bool) or not isinstance(self.max_size, int):
-            raise TypeError(
-                f"DeviceMemoryResourceOptions.max_size must be an int, not "
-                f"{type(self.max_size).__name__}"
-            )
-        if not 0 <= self.max_size <= _SIZE_MAX:
-            raise ValueError(
-                f"DeviceMemoryResourceOptions.max_size must be in [0, 2**64 - 1], "
-                f"got {self.max_size}"
-            )
+        _check_pool_options(self, "DeviceMemoryResourceOptions")
 
 
 class DeviceMemoryResource(_MemPool):

@@ -421,6 +421,20 @@ def _raise_pool_alloc_error(mr, size):
     raise RuntimeError(f"{type(mr).__name__}.allocate({size}) returned a NULL pointer")
 
 
+def _check_pool_options(options, cls_name):
+    """Validate the ``ipc_enabled`` and ``max_size`` fields of pool options ``cls_name``."""
+    if not isinstance(options.ipc_enabled, bool):
+        raise TypeError(
+            f"{cls_name}.ipc_enabled must be a bool, not {type(options.ipc_enabled).__name__}"
+        )
+    if isinstance(options.max_size, bool) or not isinstance(options.max_size, int):
+        raise TypeError(
+            f"{cls_name}.max_size must be an int, not {type(options.max_size).__name__}"
+        )
+    if not 0 <= options.max_size <= _ULLONG_MAX:
+        raise ValueError(f"{cls_name}.max_size must be in [0, 2**64 - 1], got {options.max_size}")
+
+
 class _OwnedPool:
     """An owned ``CUmemoryPool``, destroyed once closed and no allocation is outstanding.
 

@@ -10,12 +10,15 @@ import platform
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
 from cuda_core._memory import _ipc
-from cuda_core._memory._memory_pool import _device_count, _MemPool, _set_peer_access
+from cuda_core._memory._memory_pool import (
+    _check_pool_options,
+    _device_count,
+    _MemPool,
+    _set_peer_access,
+)
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["PinnedMemoryResource", "PinnedMemoryResourceOptions"]
-
-_SIZE_MAX = (1 << 64) - 1
 
 
 @dataclasses.dataclass
@@ -41,21 +44,7 @@ class PinnedMemoryResourceOptions:
     numa_id: int | None = None
 
     def __post_init__(self):
-        if not isinstance(self.ipc_enabled, bool):
-            raise TypeError(
-                f"PinnedMemoryResourceOptions.ipc_enabled must be a bool, not "
-                f"{type(self.ipc_enabled).__name__}"
-            )
-        if isinstance(self.max_size, bool) or not isinstance(self.max_size, int):
-            raise TypeError(
-                f"PinnedMemoryResourceOptions.max_size must be an int, not "
-                f"{type(self.max_size).__name__}"
-            )
-        if not 0 <= self.max_size <= _SIZE_MAX:
-            raise ValueError(
-                f"PinnedMemoryResourceOptions.max_size must be in [0, 2**64 - 1], "
-                f"got {self.max_size}"
-            )
+        _check_pool_options(self, "PinnedMemoryResourceOptions")
         if self.numa_id is not None:
             if isinstance(self.numa_id, bool) or not isinstance(self.numa_id, int):
                 raise TypeError(

@@ -688,17 +688,11 @@ class GraphBuilder:
             If ``default_value`` is not an int in [0, 2**32).
         """
         self._require_open()
-        _require_driver(12030, "conditional handles")
-        if default_value is None:
-            value, flags = 0, 0
-        else:
-            value, flags = _condition_value(default_value), _COND_ASSIGN_DEFAULT
+        value, flags = _condition_args(default_value)
         status, c_graph = _capture_info(self._stream._handle)[:2]
         if status != _ACTIVE:
             raise RuntimeError("Cannot create a condition when graph is not being built")
-        out = ffi.new("CUgraphConditionalHandle *")
-        check(lib.cuGraphConditionalHandleCreate(out, c_graph, self._ctx(), value, flags))
-        return GraphCondition._from_handle(out[0])
+        return _create_condition(c_graph, self._ctx(), value, flags)
 
     def if_then(self, condition):
         """Add an ``if`` node; return the builder of its body.
@@ -776,12 +770,7 @@ class GraphBuilder:
         RuntimeError
             If not building, or the driver is older than 12.8.
         """
-        index = index_or_none(count)
-        if index is None:
-            raise TypeError(f"count must be an int, not {type(count).__name__}")
-        count = index
-        if count < 1:
-            raise ValueError(f"switch count must be >= 1, got {count}")
+        count = _switch_count(count)
         return self._conditional(
             condition, lib.CU_GRAPH_COND_TYPE_SWITCH, count, 12080, "conditional switch"
         )
@@ -924,13 +913,7 @@ class GraphBuilder:
         status, c_graph, deps, ndeps = _capture_info(c_stream)
         if status != _ACTIVE:
             raise RuntimeError("Cannot add conditional node when not actively capturing")
-        params = ffi.new("CUgraphNodeParams *")
-        params.type = lib.CU_GRAPH_NODE_TYPE_CONDITIONAL
-        cond = params.conditional
-        cond.handle = condition._handle
-        cond.type = c_type
-        cond.size = size
-        cond.ctx = self._ctx()
+        params = _conditional_params(condition, c_type, size, self._ctx())
         out = ffi.new("CUgraphNode *")
         check(lib.cuGraphAddNode(out, c_graph, deps, ndeps, params))
         check(
@@ -938,7 +921,7 @@ class GraphBuilder:
                 c_stream, out, 1, lib.CU_STREAM_SET_CAPTURE_DEPENDENCIES
             )
         )
-        bodies = [cond.phGraph_out[i] for i in range(size)]
+        bodies = [params.conditional.phGraph_out[i] for i in range(size)]
         device = self._stream.device
         builders = []
         for body in bodies:
@@ -1055,6 +1038,46 @@ def _condition_value(value):
     if not 0 <= value <= _UINT_MAX:
         raise ValueError(f"default_value must be in [0, 2**32), got {value}")
     return value
+
+
+def _condition_args(default_value):
+    """Check that the driver has conditional handles; return ``(value, flags)`` for creating one."""
+    _require_driver(12030, "conditional handles")
+    if default_value is None:
+        return 0, 0
+    return _condition_value(default_value), _COND_ASSIGN_DEFAULT
+
+
+def _create_condition(c_graph, c_ctx, value, flags):
+    """Create a conditional handle in ``c_graph`` (see :func:`_condition_args`)."""
+    out = ffi.new("CUgraphConditionalHandle *")
+    check(lib.cuGraphConditionalHandleCreate(out, c_graph, c_ctx, value, flags))
+    return GraphCondition._from_handle(out[0])
+
+
+def _switch_count(count):
+    """Return ``count`` as an int >= 1 (the number of cases of a switch node)."""
+    index = index_or_none(count)
+    if index is None:
+        raise TypeError(f"count must be an int, not {type(count).__name__}")
+    if index < 1:
+        raise ValueError(f"switch count must be >= 1, got {index}")
+    return index
+
+
+def _conditional_params(condition, c_type, size, c_ctx):
+    """Return the ``CUgraphNodeParams`` of a conditional node with ``size`` bodies.
+
+    After ``cuGraphAddNode``, ``params.conditional.phGraph_out`` holds the bodies.
+    """
+    params = ffi.new("CUgraphNodeParams *")
+    params.type = lib.CU_GRAPH_NODE_TYPE_CONDITIONAL
+    cond = params.conditional
+    cond.handle = condition._handle
+    cond.type = c_type
+    cond.size = size
+    cond.ctx = c_ctx
+    return params
 
 
 def _require_driver(version, what):

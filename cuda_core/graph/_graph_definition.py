@@ -23,13 +23,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
-from cuda_core.graph._graph_builder import (
-    _COND_ASSIGN_DEFAULT,
-    GraphCondition,
-    _condition_value,
-    _dot_print,
-    _require_driver,
-)
+from cuda_core.graph._graph_builder import _condition_args, _create_condition, _dot_print
 from cuda_core.graph._graph_node import GraphNode, _ctx, _list_nodes, _wrap
 
 __all__ = ["GraphDefinition"]
@@ -292,14 +286,8 @@ class GraphDefinition:
             If ``default_value`` is not an int in [0, 2**32).
         """
         self._check_valid()
-        _require_driver(12030, "conditional handles")
-        if default_value is None:
-            value, flags = 0, 0
-        else:
-            value, flags = _condition_value(default_value), _COND_ASSIGN_DEFAULT
-        out = ffi.new("CUgraphConditionalHandle *")
-        check(lib.cuGraphConditionalHandleCreate(out, self._graph, _ctx(), value, flags))
-        return GraphCondition._from_handle(out[0])
+        value, flags = _condition_args(default_value)
+        return _create_condition(self._graph, _ctx(), value, flags)
 
     def if_then(self, condition):
         """Add an ``if`` node without dependencies (see :meth:`GraphNode.if_then`).

@@ -30,7 +30,12 @@ from cuda_core._event import Event
 from cuda_core._loader import driver_version
 from cuda_core._utils import index_or_none
 from cuda_core.graph._attachments import resolve_host_callback
-from cuda_core.graph._graph_builder import GraphCondition
+from cuda_core.graph._graph_builder import (
+    GraphCondition,
+    _conditional_params,
+    _require_driver,
+    _switch_count,
+)
 from cuda_core.graph._types import CUgraphNodeType, GraphConditionalType, GraphMemoryType
 
 __all__ = [
@@ -555,12 +560,7 @@ class GraphNode:
         -------
         SwitchNode
         """
-        index = index_or_none(count)
-        if index is None:
-            raise TypeError(f"count must be an int, not {type(count).__name__}")
-        count = index
-        if count < 1:
-            raise ValueError(f"switch count must be >= 1, got {count}")
+        count = _switch_count(count)
         return self._conditional(condition, GraphConditionalType.SWITCH, count, SwitchNode, 12080)
 
     # ------------------------------------------------------------------
@@ -587,23 +587,13 @@ class GraphNode:
                 "condition must be a GraphCondition (from create_condition()), got "
                 f"{type(condition).__name__}"
             )
-        have = driver_version()
-        if have < min_driver:
-            raise RuntimeError(
-                f"Driver version {have // 1000}.{have % 1000 // 10} does not support this "
-                f"conditional node (needs {min_driver // 1000}.{min_driver % 1000 // 10} or newer)"
-            )
-        params = ffi.new("CUgraphNodeParams *")
-        params.type = lib.CU_GRAPH_NODE_TYPE_CONDITIONAL
-        cond = params.conditional
-        cond.handle = condition._handle
-        cond.type = {
+        _require_driver(min_driver, "this conditional node")
+        c_type = {
             GraphConditionalType.IF: lib.CU_GRAPH_COND_TYPE_IF,
             GraphConditionalType.WHILE: lib.CU_GRAPH_COND_TYPE_WHILE,
             GraphConditionalType.SWITCH: lib.CU_GRAPH_COND_TYPE_SWITCH,
         }[kind]
-        cond.size = size
-        cond.ctx = _ctx()
+        params = _conditional_params(condition, c_type, size, _ctx())
         out = _node_out()
         deps, n = self._deps()
         check(lib.cuGraphAddNode(out, self._gdef._graph, deps, n, params))
@@ -614,7 +604,7 @@ class GraphNode:
         node._condition = condition
         node._cond_type = kind
         node._branches = tuple(
-            GraphDefinition._view(cond.phGraph_out[i], box, node) for i in range(size)
+            GraphDefinition._view(params.conditional.phGraph_out[i], box, node) for i in range(size)
         )
         return node
 
