@@ -122,6 +122,29 @@ def upstream_api():
     return core.Program, core.ProgramOptions, utils
 
 
+def _interleaved_median_us(fns, rounds):
+    """Median time of each function in microseconds, the calls interleaved.
+
+    A compile takes milliseconds and NVRTC's speed drifts during a run, so
+    timing each implementation in its own block would compare different
+    moments; rotating through them round by round compares like with like.
+    """
+    import statistics
+    import time
+
+    names = list(fns)
+    for name in names:  # warm up each once (loads, first-use costs)
+        fns[name]()
+    samples = {name: [] for name in names}
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for name in order:
+            t0 = time.perf_counter()
+            fns[name]()
+            samples[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) * 1e6 for name, v in samples.items()}
+
+
 def _raw_nvrtc_compile(src, opts):
     """Return a function compiling ``src`` with bare NVRTC calls and our flags.
 
@@ -170,8 +193,7 @@ def main():
         with Program(src, "c++", opts) as prog:
             prog.compile("cubin")
 
-    results = {"cuda_core": time_us(ours_cold, repeat=5, warmup=1)}
-    results["raw NVRTC"] = time_us(_raw_nvrtc_compile(src, opts), repeat=5, warmup=1)
+    cold_fns = {"cuda_core": ours_cold, "raw NVRTC": _raw_nvrtc_compile(src, opts)}
     upstream = upstream_api()
     if upstream is not None:
         UProgram, UOptions, uutils = upstream
@@ -182,9 +204,10 @@ def main():
             prog.compile("cubin")
             prog.close()
 
-        results["cuda.core"] = time_us(theirs_cold, repeat=5, warmup=1)
+        cold_fns["cuda.core"] = theirs_cold
     else:
         print("bench_compile: NVIDIA cuda.core is not importable here; only our numbers")
+    results = _interleaved_median_us(cold_fns, rounds=7)
     report(BENCH, "cold compile to cubin (~200-line kernel)", results)
     cold = results["cuda_core"]
 
