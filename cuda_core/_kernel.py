@@ -20,7 +20,7 @@ from collections import namedtuple
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
-from cuda_core._utils import check_nonnegative_int, index_or_none
+from cuda_core._utils import as_int_handle, check_nonnegative_int, index_or_none
 
 __all__ = [
     "Kernel",
@@ -98,7 +98,7 @@ class Kernel:
 
         self = object.__new__(cls)
         self._handle = ffi.cast("CUkernel", c_kernel)
-        self._h = int(ffi.cast("uintptr_t", c_kernel))
+        self._h = as_int_handle(c_kernel)
         self._mod = _NO_MODULE if mod is None else mod
         self._attributes = None
         self._occupancy = None
@@ -173,7 +173,7 @@ class Kernel:
                 "no CUDA context is current; call Device.set_current() before querying "
                 "kernel occupancy"
             )
-        key = int(ffi.cast("uintptr_t", out[0]))
+        key = as_int_handle(out[0])
         func = self._funcs.get(key)
         if func is None:
             pfunc = ffi.new("CUfunction *")

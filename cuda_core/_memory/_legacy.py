@@ -22,6 +22,7 @@ from cuda_core._memory._buffer import (
     _Stream,
     _stream_accept,
 )
+from cuda_core._utils import as_int_handle
 
 __all__ = ["LegacyPinnedMemoryResource", "_SynchronousMemoryResource"]
 
@@ -94,7 +95,7 @@ class LegacyPinnedMemoryResource(MemoryResource):
             return Buffer._init(0, 0, self, stream=s)
         out = ffi.new("void **")
         check(lib.cuMemAllocHost(out, size), f"cuMemAllocHost({size})")
-        return Buffer._init(int(ffi.cast("uintptr_t", out[0])), size, self, stream=s)
+        return Buffer._init(as_int_handle(out[0]), size, self, stream=s)
 
     def deallocate(self, ptr, size, stream=None):
         """Synchronize ``stream``, then free ``ptr`` with ``cuMemFreeHost``.

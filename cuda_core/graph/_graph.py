@@ -18,7 +18,7 @@ import weakref
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
 from cuda_core._stream import Stream, _as_stream
-from cuda_core._utils import check_or_create_options, require_open
+from cuda_core._utils import as_int_handle, check_or_create_options, require_open
 from cuda_core.graph._attachments import drain, release_temporary, resolve_host_callback
 from cuda_core.graph._attachments import retain_temporarily as _retain
 from cuda_core.graph._graph_builder import GraphBuilder, GraphCompleteOptions
@@ -111,7 +111,7 @@ class Graph:
     def _from_exec(cls, c_exec, acc):
         self = object.__new__(cls)
         self._exec = c_exec
-        self._h = int(ffi.cast("uintptr_t", c_exec))
+        self._h = as_int_handle(c_exec)
         self._acc = acc
         self._closed = False
         self._finalizer = weakref.finalize(self, _destroy_exec, c_exec)

@@ -34,7 +34,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._loader import driver_version
 from cuda_core._stream import Stream, _as_stream
-from cuda_core._utils import check_or_create_options, index_or_none
+from cuda_core._utils import as_int_handle, check_or_create_options, index_or_none
 from cuda_core.graph._attachments import GraphBox, drain, resolve_host_callback
 
 __all__ = ["GraphBuilder", "GraphCompleteOptions", "GraphCondition", "GraphDebugPrintOptions"]
@@ -645,7 +645,7 @@ class GraphBuilder:
             status, c_graph = _capture_info(b._stream._handle)[:2]
             if status != _ACTIVE:
                 raise RuntimeError(f"graph builder {i} passed to join() is not actively capturing")
-            graphs.add(int(ffi.cast("uintptr_t", c_graph)))
+            graphs.add(as_int_handle(c_graph))
         if len(graphs) != 1:
             raise ValueError(
                 "cannot join graph builders that capture into different graphs (only builders "

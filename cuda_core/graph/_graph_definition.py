@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._utils import as_int_handle
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_builder import _condition_args, _create_condition, _dot_print
@@ -82,7 +83,7 @@ class GraphDefinition:
 
     def _setup(self, c_graph, box, parent):
         self._graph = c_graph
-        self._h = int(ffi.cast("uintptr_t", c_graph))
+        self._h = as_int_handle(c_graph)
         self._box = box
         self._parent = parent
         self._entry_node = None

@@ -28,7 +28,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event
 from cuda_core._loader import driver_version
-from cuda_core._utils import index_or_none
+from cuda_core._utils import as_int_handle, index_or_none
 from cuda_core.graph._attachments import resolve_host_callback
 from cuda_core.graph._graph_builder import (
     GraphCondition,
@@ -92,7 +92,7 @@ class GraphNode:
         self = object.__new__(cls)
         self._gdef = gdef
         self._node = c_node
-        self._h = 0 if c_node is None else int(ffi.cast("uintptr_t", c_node))
+        self._h = 0 if c_node is None else as_int_handle(c_node)
         self._destroyed = False
         self._dep = None
         for name in cls._extra:
@@ -650,7 +650,7 @@ class AdjacencySetProxy(MutableSet):
     def __contains__(self, other):
         if not isinstance(other, GraphNode) or other._gdef._h != self._owner._gdef._h:
             return False
-        return other._h in {int(ffi.cast("uintptr_t", h)) for h in self._handles()}
+        return other._h in {as_int_handle(h) for h in self._handles()}
 
     def _edge(self, other):
         node = self._owner
@@ -740,7 +740,7 @@ class KernelNode(GraphNode):
             if p.kern != ffi.NULL:
                 from cuda_core._kernel import Kernel
 
-                self._kernel = Kernel.from_handle(int(ffi.cast("uintptr_t", p.kern)))
+                self._kernel = Kernel.from_handle(as_int_handle(p.kern))
         return self._kernel
 
     @property
@@ -942,7 +942,7 @@ class MemcpyNode(GraphNode):
         """int: The destination address."""
         p = self._params()
         if p.dstMemoryType == lib.CU_MEMORYTYPE_HOST:
-            return int(ffi.cast("uintptr_t", p.dstHost))
+            return as_int_handle(p.dstHost)
         return int(p.dstDevice)
 
     @property
@@ -950,7 +950,7 @@ class MemcpyNode(GraphNode):
         """int: The source address."""
         p = self._params()
         if p.srcMemoryType == lib.CU_MEMORYTYPE_HOST:
-            return int(ffi.cast("uintptr_t", p.srcHost))
+            return as_int_handle(p.srcHost)
         return int(p.srcDevice)
 
     @property
@@ -1166,7 +1166,7 @@ _BY_TYPE = {
 # --------------------------------------------------------------------------
 def _wrap(gdef, c_node):
     """Return the node object for ``c_node`` of graph ``gdef`` (one per driver node)."""
-    h = int(ffi.cast("uintptr_t", c_node))
+    h = as_int_handle(c_node)
     node = _registry.get((gdef._h, h))
     if node is not None and node.is_valid:
         return node

@@ -21,6 +21,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
+from cuda_core._utils import as_int_handle
 
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 
@@ -554,7 +555,7 @@ def _view_as_dlpack(view, obj, stream_ptr):
         raise
     view._consumed = consumed
     view._metadata = capsule
-    view._ptr = int(ffi.cast("uintptr_t", tensor.data)) + int(tensor.byte_offset)
+    view._ptr = as_int_handle(tensor.data) + int(tensor.byte_offset)
     view._device_id = device_id
     view._is_device_accessible = is_device_accessible
     view._readonly = readonly
