@@ -1466,6 +1466,20 @@ CUdeviceptr cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream) {
 }
 
 CUresult cc_pool_alloc_status(void) { return cc_pool_status; }
+
+/* Benchmark floor: ``count`` pool allocations (the capture check, allocate,
+   free) from C.  Returns the first failure. */
+CUresult cc_bench_pool_loop(CUmemoryPool pool, CUstream stream, size_t size, unsigned int count) {
+    unsigned int i;
+    CUresult r = CUDA_SUCCESS;
+    CUdeviceptr p;
+    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        p = cc_pool_alloc(size, pool, stream);
+        if (p == 0) return cc_pool_alloc_status();
+        r = cuMemFreeAsync(p, stream);
+    }
+    return r;
+}
 """
 
 
@@ -1478,6 +1492,12 @@ CUresult cc_pool_alloc_status(void) { return cc_pool_status; }
 STREAM_CDEF = r"""
 CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out);
 CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out);
+CUevent cc_event_new(CUcontext ctx, unsigned int flags);
+CUresult cc_status(void);
+int cc_current_device(void);
+CUresult cc_bench_event_loop(CUstream stream, unsigned int count);
+CUresult cc_bench_stream_loop(int priority, unsigned int count);
+CUresult cc_bench_pool_loop(CUmemoryPool pool, CUstream stream, size_t size, unsigned int count);
 """
 
 STREAM_SOURCE = r"""
@@ -1522,6 +1542,58 @@ CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out) {
         r = r2;
     }
     return r;
+}
+
+/* Single-result form of cc_event_create for the hot path: the new handle is
+   the return value (NULL on failure, with the status kept for cc_status on
+   the calling thread), so Python needs no output buffer. */
+static __thread CUresult cc_last_status;
+
+CUevent cc_event_new(CUcontext ctx, unsigned int flags) {
+    CUevent e = NULL;
+    CUresult r = cc_event_create(ctx, flags, &e);
+    cc_last_status = r;
+    return r == CUDA_SUCCESS ? e : NULL;
+}
+
+/* The status of the calling thread's last cc_event_new. */
+CUresult cc_status(void) { return cc_last_status; }
+
+/* Benchmark floors: the driver calls behind one event cycle (create, record,
+   sync, destroy) and one stream cycle (create, destroy), ``count`` times
+   from C in the current context (cc_bench_pool_loop does the same for pool
+   allocations).  Each returns the first failure. */
+CUresult cc_bench_event_loop(CUstream stream, unsigned int count) {
+    unsigned int i;
+    CUresult r = CUDA_SUCCESS, r2;
+    CUevent e;
+    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        r = cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
+        if (r != CUDA_SUCCESS) break;
+        r = cuEventRecord(e, stream);
+        if (r == CUDA_SUCCESS) r = cuEventSynchronize(e);
+        r2 = cuEventDestroy(e);
+        if (r == CUDA_SUCCESS) r = r2;
+    }
+    return r;
+}
+
+CUresult cc_bench_stream_loop(int priority, unsigned int count) {
+    unsigned int i;
+    CUresult r = CUDA_SUCCESS;
+    CUstream s;
+    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        r = cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority);
+        if (r == CUDA_SUCCESS) r = cuStreamDestroy(s);
+    }
+    return r;
+}
+
+/* The ordinal of the current context's device, or -1 when there is none or
+   the driver cannot say (the caller then takes its checked path). */
+int cc_current_device(void) {
+    CUdevice d = 0;
+    return cuCtxGetDevice(&d) == CUDA_SUCCESS ? (int)d : -1;
 }
 """
 

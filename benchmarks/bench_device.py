@@ -5,7 +5,9 @@ Cases: ``Device(0)`` and ``Device()`` lookup, ``set_current``, stream
 create+close, event create+record+sync+close.  Each is timed through
 cuda_core and, where importable in this interpreter, NVIDIA's ``cuda.core``
 and CuPy, in the same process; ratios ours/theirs are printed (goal: <= 1.0
-against cuda.core on CPython).  Without a GPU the script says so and exits 0.
+against cuda.core on CPython).  The stream and event cycles are also timed as
+the bare driver calls from a C loop ("C floor"), so that each library's own
+overhead is the difference.  Without a GPU the script says so and exits 0.
 
 Run: ``python benchmarks/bench_device.py``
 """
@@ -89,6 +91,31 @@ def _cases_cuda_core(core):
     }
 
 
+def _cases_floor():
+    """The same driver calls made from a C loop (``cc_bench_*_loop``): no Python at all."""
+    import cuda_core
+    from cuda_core._cuda_ffi import lib
+    from cuda_core._errors import check
+
+    dev = cuda_core.Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+    with dev.create_stream() as probe:
+        least = probe.priority  # the default (lowest) priority, as create_stream uses
+    n = 1000
+
+    def stream_cycle():
+        check(lib.cc_bench_stream_loop(least, n))
+
+    def event_cycle():
+        check(lib.cc_bench_event_loop(stream._handle, n))
+
+    return {
+        "stream create+close": (stream_cycle, n),
+        "event create+record+sync+close": (event_cycle, n),
+    }
+
+
 def _cases_cupy(cupy):
     cupy.cuda.Device(0).use()
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -121,6 +148,7 @@ def main():
     cupy = optional_import("cupy")
     if cupy is not None:
         suites["cupy"] = _cases_cupy(cupy)
+    floors = _cases_floor()
     # cuda.core and CuPy may change the current context; restore ours per case.
     import cuda_core
 
@@ -133,6 +161,10 @@ def main():
             if label == "cuda_core":
                 cuda_core.Device(0).set_current()
             results[label] = time_us(fn)
+        floor = floors.get(case)
+        if floor is not None:
+            cuda_core.Device(0).set_current()
+            results["C floor"] = time_us(floor[0]) / floor[1]
         report(BENCH, case, results)
     return 0
 

@@ -6,8 +6,9 @@ the device's default memory resource (microseconds per cycle; goal <= 1.0x
 NVIDIA ``cuda.core`` on CPython), and host-to-device / device-to-host copies
 of 256 MiB between pinned host memory and device memory (GB/s; goal >= 0.97x
 ``cuda.core``).  Each case is timed through cuda_core and, where importable
-in this interpreter, ``cuda.core`` and CuPy, in the same process.  Without a
-GPU the script says so and exits 0.
+in this interpreter, ``cuda.core`` and CuPy, in the same process; the
+allocation cases also as the bare driver calls from a C loop ("C floor").
+Without a GPU the script says so and exits 0.
 
 Run: ``python benchmarks/bench_memory.py``
 """
@@ -134,6 +135,22 @@ def main():
     cupy = optional_import("cupy")
     if cupy is not None:
         suites["cupy"] = _cupy_suite(cupy)
+    from cuda_core._cuda_ffi import lib
+    from cuda_core._errors import check
+
+    ours_stream, ours_mr = suites["cuda_core"][1][0], suites["cuda_core"][1][4]
+    floor_n = 1000
+
+    def pool_floor(size):
+        # The driver calls behind allocate+close, from a C loop (no Python at all).
+        return lambda: check(
+            lib.cc_bench_pool_loop(ours_mr._pool, ours_stream._handle, size, floor_n)
+        )
+
+    floors = {
+        "pool allocate+close 1 KiB": pool_floor(1024),
+        "pool allocate+close 1 MiB": pool_floor(1 << 20),
+    }
     for case, (unit, _fn) in suites["cuda_core"][0].items():
         results = {}
         for label, (cases, _keep) in suites.items():
@@ -149,6 +166,9 @@ def main():
             else:
                 t = time_us(entry[1], repeat=5, min_time=0.3, warmup=2)
                 results[label] = COPY_SIZE / (t * 1e-6) / 1e9
+        if case in floors:
+            cuda_core.Device(0).set_current()
+            results["C floor"] = time_us(floors[case]) / floor_n
         if unit == "GB/s":
             # report() prints ours/theirs; for bandwidth, higher is better.
             report(BENCH, case + " (GB/s, higher is better)", results, unit="GB/s")

@@ -131,11 +131,8 @@ class _Buffers:
         "dev",
         "stream",
         "stream_int",
-        "event",
-        "event_int",
         "i32",
         "f32",
-        "devices",
     )
 
     def __init__(self):
@@ -144,11 +141,8 @@ class _Buffers:
         self.dev = ffi.new("CUdevice *")
         self.stream = ffi.new("CUstream *")
         self.stream_int = ffi.cast("uintptr_t *", self.stream)
-        self.event = ffi.new("CUevent *")
-        self.event_int = ffi.cast("uintptr_t *", self.event)
         self.i32 = ffi.new("int *")
         self.f32 = ffi.new("float *")
-        self.devices = None  # {ordinal: Device}, filled by cuda_core._device
 
 
 def _bufs():

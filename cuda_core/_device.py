@@ -15,7 +15,6 @@ from typing import NamedTuple
 
 from cuda_core._context import (
     Context,
-    _bufs,
     _context_of,
     _ctx_out,
     _dev_out,
@@ -44,6 +43,12 @@ _device_count = []  # [count] once known
 _primary = {}  # ordinal -> retained primary CUcontext (process-wide)
 _properties = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
 _facts = {}  # (ordinal, what) -> cached value (name, uuid, compute capability)
+_new = object.__new__
+_DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
+# Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
+_cc_current_device = lib.cc_current_device
+_cc_event_new = lib.cc_event_new
+_cuCtxSetCurrent = lib.cuCtxSetCurrent
 
 
 class ComputeCapability(NamedTuple):
@@ -92,17 +97,14 @@ class Device:
 
     def __new__(cls, device_id=None):
         # Fast paths: this thread's table exists and the answer is in it.  Any
-        # miss or failure (no table, bad ordinal, no current context) goes to
-        # the checked slow path, which decides and raises.
+        # miss or failure (no table, bad ordinal, no current context: -1) goes
+        # to the checked slow path, which decides and raises.
         try:
-            b = _tls.b
-            if type(device_id) is int:
-                return b.devices[device_id]
             if device_id is None:
-                out = b.dev
-                if not lib.cuCtxGetDevice(out):
-                    return b.devices[out[0]]
-        except (AttributeError, KeyError, TypeError):
+                return _tls.devices[_cc_current_device()]
+            if type(device_id) is int:
+                return _tls.devices[device_id]
+        except (AttributeError, KeyError):
             pass
         return _lookup_device(cls, device_id)
 
@@ -178,7 +180,7 @@ class Device:
             c_ctx = self._primary_ctx
             if c_ctx is None:
                 c_ctx = self._primary_ctx = _retain_primary(self._device_id)
-            status = lib.cuCtxSetCurrent(c_ctx)
+            status = _cuCtxSetCurrent(c_ctx)
             if status:  # hot path: check() only on failure
                 check(status)
             if self._c_ctx is not c_ctx:
@@ -268,6 +270,16 @@ class Device:
         """
         if not self._has_inited:
             self._check_initialized()
+        if options is None:  # the common case, inline (see _new_event)
+            ctx = self._context
+            c_event = _cc_event_new(ctx._handle, _DISABLE_TIMING)
+            if c_event:
+                event = _new(Event)
+                event._handle = c_event
+                event._ctx = ctx
+                event._flags = _DISABLE_TIMING
+                event._closed = False
+                return event
         return _new_event(Event, options, self._context, False)
 
     def allocate(self, size, *, stream):
@@ -467,9 +479,10 @@ def _count_devices():
 
 def _thread_devices(cls):
     """Return this thread's {ordinal: Device} table, creating it on first use."""
-    b = _bufs()
-    if b.devices is not None:
-        return b.devices
+    try:
+        return _tls.devices
+    except AttributeError:
+        pass
     devices = {}
     for i in range(_count_devices()):
         dev = object.__new__(cls)
@@ -480,7 +493,7 @@ def _thread_devices(cls):
         dev._c_ctx = None
         dev._context = None
         devices[i] = dev
-    b.devices = devices
+    _tls.devices = devices
     return devices
 
 

@@ -25,6 +25,12 @@ _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
 _NOT_READY = lib.CUDA_ERROR_NOT_READY
 _IPC_HANDLE_SIZE = lib.CU_IPC_HANDLE_SIZE
 _UINTPTR = ffi.typeof("uintptr_t")
+_new = object.__new__
+# Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
+_cc_event_new = lib.cc_event_new
+_cc_status = lib.cc_status
+_cuEventDestroy = lib.cuEventDestroy
+_cuEventSynchronize = lib.cuEventSynchronize
 
 
 def _check_flag(value, field, cls_name):
@@ -110,7 +116,7 @@ class Event:
 
     # _flags holds the CU_EVENT_* creation flags; _ipc_desc is set only once
     # exported (left unset otherwise: fewer stores on the hot path).
-    __slots__ = ("_handle", "_h", "_ctx", "_flags", "_ipc_desc", "_closed", "__weakref__")
+    __slots__ = ("_handle", "_ctx", "_flags", "_ipc_desc", "_closed", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(
@@ -120,9 +126,18 @@ class Event:
 
     def __del__(self):
         # Safety net only: close() (or ``with``) is the lifetime tool.
-        if not getattr(self, "_closed", True):
+        try:
+            closed = self._closed
+        except AttributeError:  # construction failed before the handle existed
+            return
+        if not closed:
             self._closed = True
             _destroy_event(self._handle)
+
+    @property
+    def _h(self):
+        """The ``CUevent`` as an int (equality, hashing, :attr:`handle`)."""
+        return int(ffi.cast(_UINTPTR, self._handle))
 
     def __enter__(self):
         return self
@@ -217,7 +232,7 @@ class Event:
         if self._closed:
             return
         self._closed = True
-        status = lib.cuEventDestroy(self._handle)
+        status = _cuEventDestroy(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
 
@@ -229,7 +244,7 @@ class Event:
         """
         if self._closed:
             require_open(self, True, "Event")
-        status = lib.cuEventSynchronize(self._handle)
+        status = _cuEventSynchronize(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
 
@@ -260,7 +275,6 @@ class Event:
         check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
         self = object.__new__(cls)
         self._handle = out[0]
-        self._h = int(ffi.cast(_UINTPTR, out[0]))
         self._ctx = ctx
         self._flags = _DISABLE_TIMING | _INTERPROCESS
         if ipc_descriptor._blocking:
@@ -438,16 +452,11 @@ def _new_event(cls, options, ctx, bound):
         c_ctx = ffi.NULL if ctx is None else ctx._handle  # NULL: the driver reports it
     else:
         c_ctx = ctx._handle
-    try:
-        b = _tls.b
-    except AttributeError:
-        b = _bufs()
-    status = lib.cc_event_create(c_ctx, flags, b.event)
-    if status:  # hot path: check() only on failure
-        check(status)
-    self = object.__new__(cls)
-    self._handle = b.event[0]
-    self._h = b.event_int[0]
+    c_event = _cc_event_new(c_ctx, flags)
+    if not c_event:
+        check(_cc_status())
+    self = _new(cls)
+    self._handle = c_event
     self._ctx = ctx
     self._flags = flags
     self._closed = False

@@ -46,6 +46,11 @@ _ENV_PER_THREAD = "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM"
 _PRIORITY_RANGES = {}
 _LEAST_PRIORITY = {}  # device ordinal -> default (lowest) priority
 _UINTPTR = ffi.typeof("uintptr_t")
+# Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
+_cc_stream_create = lib.cc_stream_create
+_cuStreamDestroy = lib.cuStreamDestroy
+_cuStreamSynchronize = lib.cuStreamSynchronize
+_cuEventRecord = lib.cuEventRecord
 
 # Kinds of Stream objects.
 _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
@@ -229,7 +234,7 @@ class Stream:
             return
         self._closed = True
         if self._kind == _OWNED:
-            status = lib.cuStreamDestroy(self._handle)
+            status = _cuStreamDestroy(self._handle)
             if status:  # hot path: check() only on failure
                 check(status)
         else:
@@ -242,7 +247,7 @@ class Stream:
         """
         if self._closed:
             require_open(self, True, "Stream")
-        status = lib.cuStreamSynchronize(self._handle)
+        status = _cuStreamSynchronize(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
 
@@ -286,7 +291,7 @@ class Stream:
                 )
             if event._closed:
                 require_open(event, True, "Event")
-        status = lib.cuEventRecord(event._handle, self._handle)
+        status = _cuEventRecord(event._handle, self._handle)
         if status:  # hot path: check() only on failure
             check(status)
         return event
@@ -616,7 +621,7 @@ def _create_stream(cls, options, ctx):
         b = _tls.b
     except AttributeError:
         b = _bufs()
-    status = lib.cc_stream_create(ctx._handle, flags, priority, b.stream)
+    status = _cc_stream_create(ctx._handle, flags, priority, b.stream)
     if status:  # hot path: check() only on failure
         check(status)
     self = object.__new__(cls)
