@@ -18,6 +18,12 @@ timed region, so the launch queue never fills up and only the host-side cost
 of submitting a launch is measured.  The reported time is the median over the
 batches, in microseconds per launch.
 
+Each case is called as ``launch(stream, config, kernel, *args)``; the 1- and
+16-argument cases are also timed with the arguments written out at the call
+site (rows "..., arguments written out"), as code with a fixed argument list
+calls it.  The difference is the caller's: PyPy 7.3 spends extra time
+building the call of ``f(a, b, c, *args)`` whatever ``f`` is.
+
 Run: ``python benchmarks/bench_launch.py [--breakdown]`` (CPython: all peers
 found; PyPy: cuda_core and the C floor; ``--breakdown`` also prints where
 cuda_core's time goes).  Exits 0 with a message when no GPU is present.
@@ -101,6 +107,24 @@ def time_launches(batch, sync):
     return statistics.median(samples) * 1e6
 
 
+def _written_out(launch_fn, stream, config, kernel, args):
+    """Return ``batch(n)``: n calls of ``launch_fn`` with ``args`` written out at the call site."""
+    names = ", ".join(f"a{i}" for i in range(len(args)))
+    src = (
+        f"def spelled(n, launch, stream, config, kernel, {names}):\n"
+        f"    for _ in range(n):\n"
+        f"        launch(stream, config, kernel, {names})\n"
+    )
+    namespace = {}
+    exec(src, namespace)  # noqa: S102 - fixed text
+    spelled = namespace["spelled"]
+
+    def batch(n):
+        spelled(n, launch_fn, stream, config, kernel, *args)
+
+    return batch
+
+
 def _breakdown(case, stream, config, kernel, args, total):
     """Print where cuda_core's launch time goes (``--breakdown``).
 
@@ -152,22 +176,12 @@ def _breakdown(case, stream, config, kernel, args, total):
         "pack only": time_launches(pack_only, lambda: None),
         "call only": time_launches(call_only, lambda: None),
     }
-    if len(args) <= 16:
-        names = ", ".join(f"a{i}" for i in range(len(args)))
-        src = (
-            f"def positional(n, launch, stream, config, kernel, {names}):\n"
-            f"    for _ in range(n):\n"
-            f"        launch(stream, config, kernel{', ' if args else ''}{names})\n"
-        )
-        namespace = {}
-        exec(src, namespace)  # noqa: S102 - fixed text
-        positional = namespace["positional"]
+    if 0 < len(args) <= 16:
         from cuda_core import launch
 
-        def positional_launch(n):
-            positional(n, launch, stream, config, kernel, *args)
-
-        parts["positional"] = time_launches(positional_launch, stream.sync)
+        parts["positional"] = time_launches(
+            _written_out(launch, stream, config, kernel, args), stream.sync
+        )
     text = ", ".join(f"{k}={v:.3f}us" for k, v in parts.items())
     print(f"[{IMPL}] bench_launch breakdown | {case}: {text}", flush=True)
 
@@ -241,6 +255,14 @@ def main():
                 launch(stream, config, kernel, *args)
 
         results["cuda_core"] = time_launches(ours, stream.sync)
+        # The same launches with the arguments written out at the call site
+        # (as code with a fixed argument list does): on PyPy, ``f(a, b, c,
+        # *args)`` costs the caller time of its own, whatever ``f`` is.
+        spelled = {}
+        if 0 < len(args) <= 16:
+            spelled["cuda_core"] = time_launches(
+                _written_out(launch, stream, config, kernel, args), stream.sync
+            )
 
         if "cuda.core" in peers:
             mod, cc_stream, cc_module, cc_config = peers["cuda.core"]
@@ -252,6 +274,11 @@ def main():
                     go(s, c, k, *args)
 
             results["cuda.core"] = time_launches(theirs, cc_stream.sync)
+            if spelled:
+                spelled["cuda.core"] = time_launches(
+                    _written_out(cc_launch, cc_stream, cc_config, cc_kernel, args),
+                    cc_stream.sync,
+                )
             dev.set_current()
         if "cupy" in peers:
             cupy, cp_stream, cp_module = peers["cupy"]
@@ -288,6 +315,10 @@ def main():
 
             results[label] = time_launches(floor, stream.sync)
         report("bench_launch", case, results)
+        if spelled:
+            for label in ("C floor", "C floor Ex", "C floor CUfunction"):
+                spelled[label] = results[label]  # the same C loop: no call site
+            report("bench_launch", case + ", arguments written out", spelled)
         if breakdown:
             _breakdown(case, stream, config, kernel, args, results["cuda_core"])
 

@@ -719,7 +719,7 @@ _VIEWS = {
 }
 #: PyPy plans store runs of at least this many like arguments in a loop (the
 #: JIT compiles a loop better than a very long straight line).
-_RUN_MIN = 8
+_RUN_MIN = 17
 
 
 def _runs(slots, arg_items):

@@ -212,7 +212,7 @@ def test_pool_not_owned_does_not_count(driver):
     mr._ipc_data = None
     mr._set_pool(ffi.cast("CUmemoryPool", 0x5000), False, 0)
     buf = _pool_buffer(mr, 0x100)
-    assert type(buf._release) is _buffer._PoolRelease
+    assert buf._release is _buffer._InlinePool
     mr.close()
     buf.close()
     assert driver.calls == [("free", 0x100)]

@@ -56,16 +56,39 @@ class Buffer:
         On direct construction.
     """
 
-    # _release: the _Release that frees the memory (None for views); it holds
-    # no reference to the Buffer, and its finalizer is the GC safety net.
+    # _release: what frees the memory.  None for views; _InlinePool for an
+    # allocation from a pool the resource does not own (the common case),
+    # freed by the Buffer itself with cuMemFreeAsync on _dstream (unset
+    # otherwise) and by __del__ as the GC safety net; else a _Release, which
+    # holds no reference to the Buffer and has its own finalizer.
     # _extra: rarely used state (owner, IPC descriptor, pointer attributes).
-    __slots__ = ("_ptr", "_size", "_mr", "_release", "_closed", "_extra", "__weakref__")
+    __slots__ = (
+        "_ptr",
+        "_size",
+        "_mr",
+        "_release",
+        "_dstream",
+        "_closed",
+        "_extra",
+        "__weakref__",
+    )
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(
             "Buffer objects cannot be instantiated directly. Please use MemoryResource APIs "
             "(MemoryResource.allocate, Device.allocate or Buffer.from_handle)."
         )
+
+    def __del__(self):
+        # Safety net for _InlinePool allocations only (a _Release has its own).
+        try:
+            if self._release is not _InlinePool or self._closed:
+                return
+        except AttributeError:  # construction failed part-way
+            return
+        self._closed = True
+        if not _is_finalizing():  # at exit the driver reclaims everything
+            _collect_inline(self._ptr, self._dstream)
 
     def __enter__(self):
         return self
@@ -196,7 +219,8 @@ class Buffer:
             self._release = None
             return self
         if pool is None:
-            self._release = _PoolRelease(mr, c_ptr, size, stream)
+            self._release = _InlinePool
+            self._dstream = stream
         else:
             rel = self._release = _OwnedPoolRelease(mr, c_ptr, size, stream)
             rel.pool = pool
@@ -295,22 +319,22 @@ class Buffer:
         else:
             s = stream if stream.__class__ is _Stream else _stream_accept(stream, "stream")
         self._closed = True
+        c_ptr = self._ptr
         self._ptr = 0
         self._size = 0
         self._mr = None
         self._extra = None
         rel = self._release
-        if rel is not None and rel.live:
+        if rel is _InlinePool:  # the common case, inline
+            if s is None:
+                s = self._dstream
+            # A closed (destroyed) stream cannot order anything: use the legacy default.
+            status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
+            if status:
+                check(status, "Buffer.close")
+        elif rel is not None and rel.live:
             rel.live = False  # disarms the garbage-collection path
-            if rel.__class__ is _PoolRelease:  # the common case, inline
-                if s is None:
-                    s = rel.stream
-                # A closed (destroyed) stream cannot order anything: use the legacy default.
-                status = _cuMemFreeAsync(rel.ptr, _NULL if s is None or s._closed else s._handle)
-                if status:
-                    check(status, "Buffer.close")
-            else:
-                rel.run(s)
+            rel.run(s)
 
     def set_deallocation_stream(self, stream):
         """Change the stream that will order this buffer's deallocation.
@@ -329,8 +353,11 @@ class Buffer:
         if stream is None:
             raise TypeError("stream must be a Stream or GraphBuilder, not None")
         s = _as_stream(stream)
-        if self._release is not None:
-            self._release.stream = s
+        rel = self._release
+        if rel is _InlinePool:
+            self._dstream = s
+        elif rel is not None:
+            rel.stream = s
 
     def copy_to(self, dst=None, *, stream, options=None):
         """Copy this buffer into ``dst`` asynchronously on ``stream``.
@@ -680,17 +707,34 @@ class _Release:
         return stream
 
 
+class _InlinePool:
+    """Marker in ``Buffer._release``: a pool allocation the Buffer frees itself.
+
+    Allocations from a pool the resource does not own (the default pools,
+    imported IPC memory, graph allocations) need nothing beyond
+    ``cuMemFreeAsync`` on the deallocation stream, so ``Buffer.close`` does
+    that directly and ``Buffer.__del__`` is the safety net: no separate
+    object per allocation.
+    """
+
+
+def _collect_inline(c_ptr, stream):
+    """Free a garbage-collected _InlinePool allocation; failures become CUDAWarning."""
+    if in_forked_child():
+        return  # the parent's memory: a forked child must not free it
+    handle = _NULL if stream is None or stream._closed else stream._handle
+    status = _cuMemFreeAsync(c_ptr, handle)
+    if status:
+        warn_cuda(f"cuMemFreeAsync({c_ptr:#x}) of a garbage-collected Buffer", status)
+
+
 class _PoolRelease(_Release):
     """Frees a memory-pool allocation with ``cuMemFreeAsync`` directly."""
 
     __slots__ = ()
 
     def _collect(self):
-        stream = self.stream
-        handle = _NULL if stream is None or stream._closed else stream._handle
-        status = _cuMemFreeAsync(self.ptr, handle)
-        if status:
-            warn_cuda(f"cuMemFreeAsync({self.ptr:#x}) of a garbage-collected Buffer", status)
+        _collect_inline(self.ptr, self.stream)
 
     def run(self, stream):
         if stream is None:

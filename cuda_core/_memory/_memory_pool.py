@@ -21,8 +21,8 @@ from cuda_core._memory._buffer import (
     MemoryResource,
     _as_size,
     _as_stream,
+    _InlinePool,
     _OwnedPoolRelease,
-    _PoolRelease,
     _Stream,
 )
 from cuda_core._utils import as_int_handle, require_open
@@ -288,12 +288,14 @@ class _MemPool(MemoryResource):
         buf._closed = False
         buf._extra = None
         pool = self._state
-        if pool is None:
-            rel = _new(_PoolRelease)
-        else:  # an owned pool counts its outstanding allocations
-            rel = _new(_OwnedPoolRelease)
-            rel.pool = pool
-            pool.live.append(None)  # pool.acquire(), inline
+        if pool is None:  # a pool this resource does not own: the Buffer frees it
+            buf._release = _InlinePool
+            buf._dstream = s
+            return buf
+        # An owned pool counts its outstanding allocations.
+        rel = _new(_OwnedPoolRelease)
+        rel.pool = pool
+        pool.live.append(None)  # pool.acquire(), inline
         rel.mr = self
         rel.ptr = c_ptr
         rel.size = size
