@@ -58,9 +58,9 @@ class Buffer:
 
     # _release: what frees the memory.  None for views; _InlinePool for an
     # allocation from a pool the resource does not own (the common case),
-    # freed by the Buffer itself with cuMemFreeAsync on _dstream (unset
-    # otherwise) and by __del__ as the GC safety net; else a _Release, which
-    # holds no reference to the Buffer and has its own finalizer.
+    # freed with cuMemFreeAsync on _dstream (unset otherwise); else a
+    # _Release.  close() frees explicitly (failures raise); __del__ is the
+    # garbage-collection safety net (failures warn).
     # _extra: rarely used state (owner, IPC descriptor, pointer attributes).
     __slots__ = (
         "_ptr",
@@ -80,15 +80,22 @@ class Buffer:
         )
 
     def __del__(self):
-        # Safety net for _InlinePool allocations only (a _Release has its own).
+        # The garbage-collection safety net; close() (or ``with``) is the
+        # lifetime tool.  Failures become CUDAWarning.
         try:
-            if self._release is not _InlinePool or self._closed:
+            rel = self._release
+            if rel is None or self._closed:
                 return
         except AttributeError:  # construction failed part-way
             return
         self._closed = True
-        if not _is_finalizing():  # at exit the driver reclaims everything
-            _collect_inline(self._ptr, self._dstream)
+        if rel is _InlinePool:
+            if not _is_finalizing():  # at exit the driver reclaims everything
+                _collect_inline(self._ptr, self._dstream)
+        elif rel.live:
+            rel.live = False
+            if not _is_finalizing():
+                rel._collect()
 
     def __enter__(self):
         return self
@@ -648,14 +655,12 @@ class MemoryResource(abc.ABC):
 # Deallocation (explicit close and the garbage-collection safety net)
 # --------------------------------------------------------------------------
 class _Release:
-    """Frees one allocation through ``mr.deallocate``; the Buffer's GC safety net.
+    """Frees one allocation through ``mr.deallocate`` (owned by one Buffer).
 
-    Owned by exactly one Buffer and holding no reference to it, so its
-    finalizer runs when the Buffer is collected (failures become
-    :class:`~cuda_core.CUDAWarning`).  ``Buffer.close`` frees through
-    :meth:`run` instead (failures raise) after clearing ``live``.  A
-    ``__del__`` on this private object costs less per allocation than
-    ``ffi.gc`` or ``weakref.finalize`` on both interpreters.
+    ``Buffer.close`` frees through :meth:`run` (failures raise) and
+    ``Buffer.__del__`` through :meth:`_collect` (failures become
+    :class:`~cuda_core.CUDAWarning`); each first clears ``live``, so the
+    memory is freed once.
     """
 
     __slots__ = ("mr", "ptr", "size", "stream", "live")
@@ -666,12 +671,6 @@ class _Release:
         self.size = size
         self.stream = stream
         self.live = True
-
-    def __del__(self):
-        if self.live:
-            self.live = False
-            if not _is_finalizing():  # at exit the driver reclaims everything
-                self._collect()
 
     def _collect(self):
         if in_forked_child():
