@@ -749,7 +749,8 @@ class _OwnedPoolRelease(_PoolRelease):
     """Frees an allocation of an owned pool, then tells the pool (``pool``).
 
     The pool (``_memory_pool._OwnedPool``) counts outstanding allocations so
-    that a closed pool is destroyed only after its last buffer is freed.
+    that a closed pool is destroyed only after its last buffer is freed; the
+    stream that ordered the free is passed along, so the pool can wait for it.
     """
 
     __slots__ = ("pool",)
@@ -758,13 +759,15 @@ class _OwnedPoolRelease(_PoolRelease):
         try:
             _PoolRelease._collect(self)
         finally:
-            self.pool.release(raise_errors=False)
+            self.pool.release(raise_errors=False, stream=self.stream)
 
     def run(self, stream):
+        if stream is None:
+            stream = self.stream
         try:
             _PoolRelease.run(self, stream)
         finally:
-            self.pool.release(raise_errors=True)
+            self.pool.release(raise_errors=True, stream=stream)
 
 
 class _Extra:

@@ -466,15 +466,28 @@ class _OwnedPool:
         """Count one more outstanding allocation."""
         self.live.append(None)
 
-    def release(self, raise_errors):
-        """Count one allocation freed; destroy the pool if it was the last of a closed pool."""
+    def release(self, raise_errors, stream=None):
+        """Count one allocation freed; destroy the pool if it was the last of a closed pool.
+
+        ``stream`` ordered that free: before destroying the pool, it is
+        synchronized, so the pool never goes away with work on its memory
+        still queued (the driver has been seen to crash in a later
+        synchronization otherwise).
+        """
         live = self.live
         try:
             live.pop()
         except IndexError:
             pass
         if self.closing and not live:
-            self._destroy(raise_errors)
+            status = 0
+            if stream is not None and not stream._closed:
+                status = lib.cuStreamSynchronize(stream._handle)
+            self._destroy(raise_errors)  # even if the synchronization failed
+            if status:
+                if raise_errors:
+                    check(status, f"{self.what}: cuStreamSynchronize before cuMemPoolDestroy")
+                warn_cuda(f"cuStreamSynchronize before destroying a {self.what} pool", status)
 
     def close(self):
         """Destroy the pool now, or after the last outstanding allocation is freed."""
