@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, in_forked_child, warn_cuda
-from cuda_core._utils import check_or_create_options, require_open
+from cuda_core._utils import as_int_handle, check_or_create_options, require_open
 
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 
@@ -24,7 +24,6 @@ _BLOCKING_SYNC = lib.CU_EVENT_BLOCKING_SYNC
 _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
 _NOT_READY = lib.CUDA_ERROR_NOT_READY
 _IPC_HANDLE_SIZE = lib.CU_IPC_HANDLE_SIZE
-_UINTPTR = ffi.typeof("uintptr_t")
 _new = object.__new__
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_event_new = lib.cc_event_new
@@ -137,7 +136,7 @@ class Event:
     @property
     def _h(self):
         """The ``CUevent`` as an int (equality, hashing, :attr:`handle`)."""
-        return int(ffi.cast(_UINTPTR, self._handle))
+        return as_int_handle(self._handle)
 
     def __enter__(self):
         return self

@@ -727,25 +727,7 @@ def _collect_inline(c_ptr, stream):
         warn_cuda(f"cuMemFreeAsync({c_ptr:#x}) of a garbage-collected Buffer", status)
 
 
-class _PoolRelease(_Release):
-    """Frees a memory-pool allocation with ``cuMemFreeAsync`` directly."""
-
-    __slots__ = ()
-
-    def _collect(self):
-        _collect_inline(self.ptr, self.stream)
-
-    def run(self, stream):
-        if stream is None:
-            stream = self.stream
-        # A closed (destroyed) stream cannot order anything: use the legacy default.
-        handle = _NULL if stream is None or stream._closed else stream._handle
-        status = _cuMemFreeAsync(self.ptr, handle)
-        if status:
-            check(status, "Buffer.close")
-
-
-class _OwnedPoolRelease(_PoolRelease):
+class _OwnedPoolRelease(_Release):
     """Frees an allocation of an owned pool, then tells the pool (``pool``).
 
     The pool (``_memory_pool._OwnedPool``) counts outstanding allocations so
@@ -757,7 +739,7 @@ class _OwnedPoolRelease(_PoolRelease):
 
     def _collect(self):
         try:
-            _PoolRelease._collect(self)
+            _collect_inline(self.ptr, self.stream)
         finally:
             self.pool.release(raise_errors=False, stream=self.stream)
 
@@ -765,7 +747,11 @@ class _OwnedPoolRelease(_PoolRelease):
         if stream is None:
             stream = self.stream
         try:
-            _PoolRelease.run(self, stream)
+            # A closed (destroyed) stream cannot order anything: use the legacy default.
+            handle = _NULL if stream is None or stream._closed else stream._handle
+            status = _cuMemFreeAsync(self.ptr, handle)
+            if status:
+                check(status, "Buffer.close")
         finally:
             self.pool.release(raise_errors=True, stream=stream)
 
