@@ -47,7 +47,7 @@ _new = object.__new__
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device = lib.cc_current_device
-_cc_event_new = lib.cc_event_new
+_cc_event_new_untimed = lib.cc_event_new_untimed
 _cuCtxSetCurrent = lib.cuCtxSetCurrent
 
 
@@ -272,7 +272,7 @@ class Device:
             self._check_initialized()
         if options is None:  # the common case, inline (see _new_event)
             ctx = self._context
-            c_event = _cc_event_new(ctx._handle, _DISABLE_TIMING)
+            c_event = _cc_event_new_untimed(ctx._handle)
             if c_event:
                 event = _new(Event)
                 event._handle = c_event

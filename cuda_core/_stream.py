@@ -275,6 +275,15 @@ class Stream:
         ValueError
             If both ``event`` and ``options`` are given.
         """
+        if (
+            event.__class__ is Event
+            and options is None
+            and not (self._closed or event._closed or event._flags & _INTERPROCESS)
+        ):  # the common case (re-recording an open event), checked in one go
+            status = _cuEventRecord(event._handle, self._handle)
+            if status:  # hot path: check() only on failure
+                check(status)
+            return event
         if self._closed:
             require_open(self, True, "Stream")
         if event is None:

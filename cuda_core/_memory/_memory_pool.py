@@ -141,7 +141,8 @@ class _MemPool(MemoryResource):
         "_dev_id",
         "_closed",
         "_state",
-        "_no_alloc",
+        "_fast",
+        "_bcls",
         "__dict__",
     )
 
@@ -157,12 +158,13 @@ class _MemPool(MemoryResource):
         self._attributes = None
         if not hasattr(self, "_ipc_data"):
             self._ipc_data = None
-        # Why allocate() must refuse, or None (checked once per allocation).
-        self._no_alloc = (
-            "mapped" if self._ipc_data is not None and self._ipc_data.is_mapped else None
-        )
         self._state = _OwnedPool(c_pool, type(self).__name__) if owned else None
         self._pool = c_pool
+        # For allocate()'s hot path: the pool while allocating is allowed
+        # (None once closed, or for a mapped resource), and the buffer class.
+        mapped = self._ipc_data is not None and self._ipc_data.is_mapped
+        self._fast = None if mapped else c_pool
+        self._bcls = self._buffer_class
         self._h = as_int_handle(c_pool)
 
     def _init_create_pool(self, loc_type, loc_id, alloc_type, ipc_enabled, max_size, dev_id):
@@ -236,7 +238,7 @@ class _MemPool(MemoryResource):
         if self._closed:
             return
         self._closed = True
-        self._no_alloc = "closed"
+        self._fast = None
         self._attributes = None
         # The allocation handle (if any) closes its descriptor when collected.
         self._ipc_data = None
@@ -271,17 +273,29 @@ class _MemPool(MemoryResource):
             If the pool cannot allocate (e.g. ``CUDA_ERROR_OUT_OF_MEMORY``).
         """
         # The hot path is written out inline: this runs once per allocation.
-        if self._no_alloc is not None:
-            self._refuse_allocation()
-        s = stream if stream.__class__ is _Stream and not stream._closed else _as_stream(stream)
-        if size.__class__ is not int or not 0 < size <= _ULLONG_MAX:
-            size = _as_size(size)
+        # It takes an open Stream and a positive int; anything else is
+        # checked (and refused or converted) by _checked_args first.
+        c_pool = self._fast
+        s = stream
+        if (
+            c_pool is None
+            or s.__class__ is not _Stream
+            or s._closed
+            or size.__class__ is not int
+            or size <= 0
+        ):
+            s, size = self._checked_args(size, stream)
             if size == 0:
-                return self._buffer_class._from_pool(0, 0, self, s)
-        c_ptr = _cc_pool_alloc(size, self._pool, s._handle)
+                return self._bcls._from_pool(0, 0, self, s)
+            c_pool = self._pool
+        try:
+            c_ptr = _cc_pool_alloc(size, c_pool, s._handle)
+        except OverflowError:  # beyond size_t: _as_size raises the ValueError
+            _as_size(size)
+            raise
         if not c_ptr:
             _raise_pool_alloc_error(self, size)
-        buf = _new(self._buffer_class)
+        buf = _new(self._bcls)
         buf._ptr = c_ptr
         buf._size = size
         buf._mr = self
@@ -304,10 +318,13 @@ class _MemPool(MemoryResource):
         buf._release = rel
         return buf
 
-    def _refuse_allocation(self):
-        if self._closed:
-            require_open(self, True, type(self).__name__)
-        raise TypeError("Cannot allocate from a mapped IPC-enabled memory resource")
+    def _checked_args(self, size, stream):
+        """Refuse allocation (closed or mapped resource) or return ``(stream, size)`` checked."""
+        if self._fast is None:
+            if self._closed:
+                require_open(self, True, type(self).__name__)
+            raise TypeError("Cannot allocate from a mapped IPC-enabled memory resource")
+        return _as_stream(stream), _as_size(size)
 
     def deallocate(self, ptr, size, *, stream):
         """Free ``ptr`` (from :meth:`allocate`), stream-ordered on ``stream``.
