@@ -25,7 +25,7 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_properties import DeviceProperties
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event, _new_event
+from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream import (
     Stream,
     _as_index,
@@ -274,7 +274,7 @@ class Device:
             ctx = self._context
             c_event = _cc_event_new_untimed(ctx._handle)
             if c_event:
-                event = _new(Event)
+                event = _new(_OpenEvent)
                 event._handle = c_event
                 event._ctx = ctx
                 event._flags = _DISABLE_TIMING

@@ -26,7 +26,7 @@ from cuda_core._context import (
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
-from cuda_core._event import Event, _new_event
+from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._utils import check_or_create_options, require_open
 
 __all__ = [
@@ -276,7 +276,7 @@ class Stream:
             If both ``event`` and ``options`` are given.
         """
         if (
-            event.__class__ is Event
+            event.__class__ is _OpenEvent
             and options is None
             and not (self._closed or event._closed or event._flags & _INTERPROCESS)
         ):  # the common case (re-recording an open event), checked in one go
