@@ -431,7 +431,6 @@ def _event_from_ipc(descriptor):
     return Event.from_ipc_descriptor(descriptor)
 
 
-
 class _OpenEvent(Event):
     """The class of an open :class:`Event`: it carries the finalizer.
 
@@ -458,6 +457,7 @@ class _OpenEvent(Event):
 
 
 _OpenEvent.__name__ = _OpenEvent.__qualname__ = "Event"
+
 
 def _new_event(cls, options, ctx, bound):
     """Create an event of class ``cls`` in Context ``ctx`` (None: the current one).
