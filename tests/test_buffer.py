@@ -362,14 +362,14 @@ def test_dlpack_device_classification(flags, expected):
     buf = Buffer.from_handle(0x1000, 8, mr=FakeResource(*flags), stream=None)
     # FakeResource is device-accessible in some cases: give it a stream-free path
     assert buf.__dlpack_device__() == expected
-    buf._release.live = False  # nothing to free
+    buf._release = None  # nothing to free
 
 
 def test_dlpack_device_of_inaccessible_memory_raises():
     buf = Buffer.from_handle(0x1000, 8, mr=FakeResource(False, False))
     with pytest.raises(BufferError, match="neither"):
         buf.__dlpack_device__()
-    buf._release.live = False
+    buf._release = None  # nothing to free
 
 
 # --------------------------------------------------------------------------

@@ -89,13 +89,12 @@ class Buffer:
         except AttributeError:  # construction failed part-way
             return
         self._closed = True
+        if _is_finalizing():  # at exit the driver reclaims everything
+            return
         if rel is _InlinePool:
-            if not _is_finalizing():  # at exit the driver reclaims everything
-                _collect_inline(self._ptr, self._dstream)
-        elif rel.live:
-            rel.live = False
-            if not _is_finalizing():
-                rel._collect()
+            _collect_inline(self._ptr, self._dstream)
+        else:
+            rel._collect()
 
     def __enter__(self):
         return self
@@ -339,8 +338,7 @@ class Buffer:
             status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
             if status:
                 check(status, "Buffer.close")
-        elif rel is not None and rel.live:
-            rel.live = False  # disarms the garbage-collection path
+        elif rel is not None:
             rel.run(s)
 
     def set_deallocation_stream(self, stream):
@@ -659,18 +657,17 @@ class _Release:
 
     ``Buffer.close`` frees through :meth:`run` (failures raise) and
     ``Buffer.__del__`` through :meth:`_collect` (failures become
-    :class:`~cuda_core.CUDAWarning`); each first clears ``live``, so the
-    memory is freed once.
+    :class:`~cuda_core.CUDAWarning`); each runs only while the Buffer is
+    open and marks it closed first, so the memory is freed once.
     """
 
-    __slots__ = ("mr", "ptr", "size", "stream", "live")
+    __slots__ = ("mr", "ptr", "size", "stream")
 
     def __init__(self, mr, ptr, size, stream):
         self.mr = mr
         self.ptr = ptr
         self.size = size
         self.stream = stream
-        self.live = True
 
     def _collect(self):
         if in_forked_child():

@@ -314,7 +314,6 @@ class _MemPool(MemoryResource):
         rel.ptr = c_ptr
         rel.size = size
         rel.stream = s
-        rel.live = True
         buf._release = rel
         return buf
 
