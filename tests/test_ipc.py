@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import pickle
 import uuid
+import warnings
 
 import numpy as np
 import pytest
@@ -76,7 +77,12 @@ def test_allocation_handle_travels_through_multiprocessing_pickler():
     r, w = os.pipe()
     key = uuid.uuid4()
     h = IPCAllocationHandle._init(r, key)
-    data = ForkingPickler.dumps(h)
+    # Pickling outside a spawn warns exactly when 'fork' is the start method.
+    fork = multiprocessing.get_start_method(allow_none=True) == "fork"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = ForkingPickler.dumps(h)
+    assert any("'fork' start method" in str(w.message) for w in caught) == fork
     h2 = pickle.loads(data)
     assert h2.uuid == key
     assert h2.handle != h.handle

@@ -546,9 +546,14 @@ def test_cupy_stream_interop(device):
     e.sync()
     assert float(a[-1]) == float((1 << 20) - 1)
     ours.close()
-    # cuda_core -> CuPy.
+    # cuda_core -> CuPy: through __cuda_stream__ where CuPy reads it
+    # (Stream.from_external), else through the raw handle.
     s = device.create_stream()
-    ext = cupy.cuda.ExternalStream(s.handle)
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        ext = cupy.cuda.Stream.from_external(s)
+    else:
+        ext = cupy.cuda.ExternalStream(s.handle)
+    assert ext.ptr == s.handle
     with ext:
         b = cupy.full(1000, 3, dtype=cupy.int32)
         total = b.sum()
