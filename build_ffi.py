@@ -1906,11 +1906,34 @@ def _parse(block):
         yield (int(version) if version else None, restype.strip(), name, params, argnames)
 
 
+#: Status enums.  Functions returning one are declared to cffi as returning
+#: ``int`` (the C definitions keep the enum): the value Python gets is the
+#: same int, but cffi converts an ``int`` result directly, while an enum
+#: result goes through its generic conversion (about 7 ns more per call on
+#: CPython).
+_STATUS_TYPES = ("CUresult", "nvrtcResult", "nvJitLinkResult", "nvvmResult")
+
+
+def _cdef_restype(restype):
+    return "int" if restype in _STATUS_TYPES else restype
+
+
+def _status_as_int(cdef):
+    """Return the ``cc_*`` helper cdef with status-returning prototypes declared as int."""
+    out = []
+    for line in cdef.splitlines():
+        first = line.split(" ", 1)[0]
+        if first in _STATUS_TYPES and "(" in line:
+            line = "int " + line.split(" ", 1)[1]
+        out.append(line)
+    return "\n".join(out)
+
+
 def _wrappers(block, lib_index, missing_status, resolver, driver=False):
     """Return (cdef, C source) for one library's function table."""
     cdef, src, resolve, forget = [], [], [], []
     for version, restype, name, params, argnames in _parse(block):
-        cdef.append(f"{restype} {name}({params});")
+        cdef.append(f"{_cdef_restype(restype)} {name}({params});")
         pfn = f"cc_pfn_{name}"
         src.append(f"typedef {restype} (*{pfn})({params});")
         src.append(f"static {pfn} cc_p_{name};")
@@ -1967,14 +1990,14 @@ def _build():
     vm_cdef, vm_src = _wrappers(NVVM_FUNCTIONS, 3, "CC_MISSING_SYMBOL", "cc_resolve_nvvm")
     ffi.cdef(
         types
-        + HELPER_CDEF
+        + _status_as_int(HELPER_CDEF)
         + drv_cdef
         + rtc_cdef
         + jit_cdef
         + vm_cdef
-        + LAUNCH_CDEF
-        + MEMORY_CDEF
-        + STREAM_CDEF
+        + _status_as_int(LAUNCH_CDEF)
+        + _status_as_int(MEMORY_CDEF)
+        + _status_as_int(STREAM_CDEF)
     )
     helper_defs = "\n".join(line for line in HELPER_CDEF.splitlines() if line.startswith("#define"))
     source = "\n".join(
