@@ -3,7 +3,8 @@
 
 Each benchmark times the same operation through cuda_core and, where they
 are importable in this interpreter, NVIDIA's ``cuda.core`` and CuPy, in one
-process, and reports microseconds per operation and ratios.  Results are
+process, the implementations taking turns (:func:`interleaved`), and
+reports microseconds per operation and ratios.  Results are
 printed and, when ``BENCH_JSON`` names a file, appended to it as JSON lines
 so that ``run_all.py`` can combine the runs of both interpreters.
 """
@@ -19,12 +20,19 @@ import time
 IMPL = platform.python_implementation()
 
 
-def time_us(fn, *, repeat=7, min_time=0.1, warmup=3):
-    """Return the best time of ``fn()`` in microseconds per call."""
+def sampler(fn, *, min_time=0.1, warmup=3, before=None, scale=1):
+    """Return a function taking one timing sample of ``fn()``, in microseconds per operation.
+
+    ``fn`` is called ``warmup`` times, then the number of calls per sample is
+    calibrated so that one sample lasts at least ``min_time`` seconds.  Each
+    sample first calls ``before()`` (untimed; e.g. to make a context
+    current) and runs with the garbage collector disabled.  ``scale`` is the
+    number of operations one ``fn()`` performs (C loops do many).
+    """
     for _ in range(warmup):
         fn()
     number = 1
-    while True:  # calibrate so one sample takes at least min_time
+    while True:
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
@@ -32,19 +40,41 @@ def time_us(fn, *, repeat=7, min_time=0.1, warmup=3):
         if dt >= min_time or number >= 1 << 22:
             break
         number *= 2
-    best = dt / number
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeat):
+
+    def sample():
+        if before is not None:
+            before()
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
             t0 = time.perf_counter()
             for _ in range(number):
                 fn()
-            best = min(best, (time.perf_counter() - t0) / number)
-    finally:
-        if gc_was:
-            gc.enable()
-    return best * 1e6
+            dt = time.perf_counter() - t0
+        finally:
+            if gc_was:
+                gc.enable()
+        return dt / number / scale * 1e6
+
+    return sample
+
+
+def interleaved(samplers, *, rounds=7, reduce=min):
+    """Take ``rounds`` samples from each of ``samplers`` in turn; reduce each one's samples.
+
+    ``samplers`` maps a label to a function returning one sample (see
+    :func:`sampler`).  The implementations take turns, round by round, in a
+    rotating order, rather than each taking all its samples in one block: a
+    slow period of a shared machine then hits every implementation alike,
+    and the ratios compare like with like.  Returns ``{label: reduce(samples)}``.
+    """
+    labels = list(samplers)
+    samples = {label: [] for label in labels}
+    for r in range(rounds):
+        k = r % len(labels)
+        for label in labels[k:] + labels[:k]:
+            samples[label].append(samplers[label]())
+    return {label: reduce(values) for label, values in samples.items()}
 
 
 def optional_import(name):

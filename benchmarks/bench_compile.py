@@ -15,6 +15,7 @@ the kernel is compiled for ``sm_90``.  Run: ``python benchmarks/bench_compile.py
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
 
@@ -25,7 +26,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import optional_import, report, time_us  # noqa: E402
+from _harness import interleaved, optional_import, report, sampler  # noqa: E402
 
 BENCH = "compile"
 
@@ -122,29 +123,6 @@ def upstream_api():
     return core.Program, core.ProgramOptions, utils
 
 
-def _interleaved_median_us(fns, rounds):
-    """Median time of each function in microseconds, the calls interleaved.
-
-    A compile takes milliseconds and NVRTC's speed drifts during a run, so
-    timing each implementation in its own block would compare different
-    moments; rotating through them round by round compares like with like.
-    """
-    import statistics
-    import time
-
-    names = list(fns)
-    for name in names:  # warm up each once (loads, first-use costs)
-        fns[name]()
-    samples = {name: [] for name in names}
-    for r in range(rounds):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            t0 = time.perf_counter()
-            fns[name]()
-            samples[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(v) * 1e6 for name, v in samples.items()}
-
-
 def _raw_nvrtc_compile(src, opts):
     """Return a function compiling ``src`` with bare NVRTC calls and our flags.
 
@@ -207,7 +185,12 @@ def main():
         cold_fns["cuda.core"] = theirs_cold
     else:
         print("bench_compile: NVIDIA cuda.core is not importable here; only our numbers")
-    results = _interleaved_median_us(cold_fns, rounds=7)
+    # A compile takes milliseconds and NVRTC's speed drifts during a run:
+    # one compile per sample, the implementations taking turns, medians.
+    results = interleaved(
+        {name: sampler(fn, min_time=0, warmup=1) for name, fn in cold_fns.items()},
+        reduce=statistics.median,
+    )
     report(BENCH, "cold compile to cubin (~200-line kernel)", results)
     cold = results["cuda_core"]
 
@@ -221,7 +204,7 @@ def main():
             def hit(prog=prog, cache=cache):
                 prog.compile("cubin", cache=cache)
 
-            hit_results = {"cuda_core": time_us(hit), "cold compile": cold}
+            samplers = {"cuda_core": sampler(hit)}
             if upstream is not None and upstream[2] is not None:
                 UProgram, UOptions, uutils = upstream
                 ucache = (
@@ -231,9 +214,11 @@ def main():
                 )
                 uprog = UProgram(src, "c++", UOptions(arch=arch, name="bench"))
                 uprog.compile("cubin", cache=ucache)
-                hit_results["cuda.core hit"] = time_us(
+                samplers["cuda.core hit"] = sampler(
                     lambda uprog=uprog, ucache=ucache: uprog.compile("cubin", cache=ucache)
                 )
+            hit_results = interleaved(samplers)
+            hit_results["cold compile"] = cold
             report(BENCH, f"{name} cache hit (vs cold compile)", hit_results)
             speedup = cold / hit_results["cuda_core"]
             print(f"  {name} cache hit is {speedup:.0f}x faster than compiling")

@@ -24,7 +24,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import optional_import, report, time_us  # noqa: E402
+from _harness import interleaved, optional_import, report, sampler  # noqa: E402
 
 BENCH = "device"
 
@@ -152,20 +152,18 @@ def main():
     # cuda.core and CuPy may change the current context; restore ours per case.
     import cuda_core
 
+    ours_current = cuda_core.Device(0).set_current
     for case in suites["cuda_core"]:
-        results = {}
+        samplers = {}
         for label, cases in suites.items():
             fn = cases.get(case)
-            if fn is None:
-                continue
-            if label == "cuda_core":
-                cuda_core.Device(0).set_current()
-            results[label] = time_us(fn)
+            if fn is not None:
+                before = ours_current if label == "cuda_core" else None
+                samplers[label] = sampler(fn, before=before)
         floor = floors.get(case)
         if floor is not None:
-            cuda_core.Device(0).set_current()
-            results["C floor"] = time_us(floor[0]) / floor[1]
-        report(BENCH, case, results)
+            samplers["C floor"] = sampler(floor[0], before=ours_current, scale=floor[1])
+        report(BENCH, case, interleaved(samplers))
     return 0
 
 

@@ -28,7 +28,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import IMPL, optional_import, report, time_us  # noqa: E402
+from _harness import IMPL, interleaved, optional_import, report, sampler  # noqa: E402
 
 BENCH = "graph"
 KERNELS = 100
@@ -101,11 +101,9 @@ def main():
         except Exception as exc:  # noqa: BLE001 - report and go on with ours only
             print(f"[{IMPL}] {BENCH}: cuda.core unavailable for this benchmark: {exc}")
 
-    replay = {"cuda_core": time_us(ours[0]) / KERNELS}
-    eager = {"cuda_core": time_us(ours[1]) / KERNELS}
-    if theirs is not None:
-        replay["cuda.core"] = time_us(theirs[0]) / KERNELS
-        eager["cuda.core"] = time_us(theirs[1]) / KERNELS
+    impls = {"cuda_core": ours} if theirs is None else {"cuda_core": ours, "cuda.core": theirs}
+    replay = interleaved({k: sampler(v[0], scale=KERNELS) for k, v in impls.items()})
+    eager = interleaved({k: sampler(v[1], scale=KERNELS) for k, v in impls.items()})
     report(BENCH, f"graph replay, {KERNELS} kernels (us/kernel)", replay)
     report(BENCH, f"eager, {KERNELS} launch() calls (us/kernel)", eager)
     for label in replay:

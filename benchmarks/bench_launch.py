@@ -15,8 +15,9 @@ context's ``CUfunction``.
 Methodology, identical for every implementation: launches are timed in
 batches of ``BATCH``; after each batch the stream is synchronized outside the
 timed region, so the launch queue never fills up and only the host-side cost
-of submitting a launch is measured.  The reported time is the median over the
-batches, in microseconds per launch.
+of submitting a launch is measured.  The implementations take turns, batch
+by batch, so that a slow period of the machine hits them alike.  The
+reported time is the median over the batches, in microseconds per launch.
 
 Each case is called as ``launch(stream, config, kernel, *args)``; the 1- and
 16-argument cases are also timed with the arguments written out at the call
@@ -44,12 +45,13 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import IMPL, optional_import, report  # noqa: E402
+from _harness import IMPL, interleaved, optional_import, report  # noqa: E402
 
 BATCH = 256
 WARMUP_BATCHES = 12  # also lets PyPy's JIT compile the launch loop
 MIN_BATCHES = 40
-MIN_TIME = 0.3  # seconds of timed launches per case and implementation
+MIN_TIME = 0.3  # seconds of timed launches per case, for the fastest implementation
+MAX_BATCHES = 400
 
 KERNEL_SOURCE = r"""
 #define ITEM_PARAM(x, T) T x
@@ -90,21 +92,38 @@ def _no_gpu_reason():
     return None
 
 
-def time_launches(batch, sync):
-    """Return the median microseconds per launch of ``batch(n)`` (n launches)."""
+def launch_sampler(batch, sync, before=None):
+    """Return a function timing one batch: ``batch(BATCH)`` launches, then ``sync()`` untimed.
+
+    Warms up first (which also lets PyPy's JIT compile the launch loop).
+    ``before()``, if given, runs untimed before each batch.
+    """
     for _ in range(WARMUP_BATCHES):
         batch(BATCH)
         sync()
-    samples = []
-    spent = 0.0
-    while len(samples) < MIN_BATCHES or spent < MIN_TIME:
+
+    def sample():
+        if before is not None:
+            before()
         t0 = time.perf_counter()
         batch(BATCH)
         dt = time.perf_counter() - t0
         sync()
-        samples.append(dt / BATCH)
-        spent += dt
-    return statistics.median(samples) * 1e6
+        return dt / BATCH * 1e6
+
+    return sample
+
+
+def time_launches(samplers):
+    """Return the median microseconds per launch of each of ``samplers``, interleaved.
+
+    At least ``MIN_BATCHES`` batches each, and enough for the fastest to be
+    timed for ``MIN_TIME`` seconds (at most ``MAX_BATCHES``).
+    """
+    fastest = min(sample() for sample in samplers.values())  # us per launch
+    rounds = int(MIN_TIME / (fastest * 1e-6 * BATCH)) + 1
+    rounds = min(max(rounds, MIN_BATCHES), MAX_BATCHES)
+    return interleaved(samplers, rounds=rounds, reduce=statistics.median)
 
 
 def _written_out(launch_fn, stream, config, kernel, args):
@@ -170,18 +189,21 @@ def _breakdown(case, stream, config, kernel, args, total):
         for _ in range(n):
             nothing(stream, config, kernel, *args)
 
-    parts = {
-        "total": total,
-        "blob only": time_launches(blob_only, stream.sync),
-        "pack only": time_launches(pack_only, lambda: None),
-        "call only": time_launches(call_only, lambda: None),
+    def nop():
+        return None
+
+    samplers = {
+        "blob only": launch_sampler(blob_only, stream.sync),
+        "pack only": launch_sampler(pack_only, nop),
+        "call only": launch_sampler(call_only, nop),
     }
     if 0 < len(args) <= 16:
         from cuda_core import launch
 
-        parts["positional"] = time_launches(
+        samplers["positional"] = launch_sampler(
             _written_out(launch, stream, config, kernel, args), stream.sync
         )
+    parts = {"total": total, **time_launches(samplers)}
     text = ", ".join(f"{k}={v:.3f}us" for k, v in parts.items())
     print(f"[{IMPL}] bench_launch breakdown | {case}: {text}", flush=True)
 
@@ -247,37 +269,42 @@ def main():
     config = LaunchConfig(grid=1, block=1)
     c_stream = stream._handle
     for case, name, args in cases:
-        results = {}
         kernel = module.get_kernel(name)
+        ours_current = dev.set_current
+        # Every implementation of this case takes turns (see time_launches);
+        # "written" samplers are the same launches with the arguments written
+        # out at the call site (as code with a fixed argument list does): on
+        # PyPy, ``f(a, b, c, *args)`` costs the caller time of its own,
+        # whatever ``f`` is.
+        written = 0 < len(args) <= 16
+        samplers = {}
 
         def ours(n, kernel=kernel, args=args):
             for _ in range(n):
                 launch(stream, config, kernel, *args)
 
-        results["cuda_core"] = time_launches(ours, stream.sync)
-        # The same launches with the arguments written out at the call site
-        # (as code with a fixed argument list does): on PyPy, ``f(a, b, c,
-        # *args)`` costs the caller time of its own, whatever ``f`` is.
-        spelled = {}
-        if 0 < len(args) <= 16:
-            spelled["cuda_core"] = time_launches(
-                _written_out(launch, stream, config, kernel, args), stream.sync
+        samplers["cuda_core"] = launch_sampler(ours, stream.sync, ours_current)
+        if written:
+            samplers["written cuda_core"] = launch_sampler(
+                _written_out(launch, stream, config, kernel, args), stream.sync, ours_current
             )
 
         if "cuda.core" in peers:
             mod, cc_stream, cc_module, cc_config = peers["cuda.core"]
             cc_kernel = cc_module.get_kernel(name)
             cc_launch = mod.launch
+            cc_current = mod.Device(0).set_current
 
             def theirs(n, k=cc_kernel, args=args, s=cc_stream, c=cc_config, go=cc_launch):
                 for _ in range(n):
                     go(s, c, k, *args)
 
-            results["cuda.core"] = time_launches(theirs, cc_stream.sync)
-            if spelled:
-                spelled["cuda.core"] = time_launches(
+            samplers["cuda.core"] = launch_sampler(theirs, cc_stream.sync, cc_current)
+            if written:
+                samplers["written cuda.core"] = launch_sampler(
                     _written_out(cc_launch, cc_stream, cc_config, cc_kernel, args),
                     cc_stream.sync,
+                    cc_current,
                 )
             dev.set_current()
         if "cupy" in peers:
@@ -288,7 +315,7 @@ def main():
                 for _ in range(n):
                     k((1,), (1,), args, stream=s)
 
-            results["cupy"] = time_launches(cupy_launch, cp_stream.synchronize)
+            samplers["cupy"] = launch_sampler(cupy_launch, cp_stream.synchronize)
             dev.set_current()
 
         # C floor: a prepared parameter array, launched from a C loop.
@@ -313,7 +340,10 @@ def main():
             def floor(n, func=func, use_ex=use_ex, c_params=c_params):
                 check(lib.cc_bench_launch_loop(func, c_stream, c_params, n, use_ex))
 
-            results[label] = time_launches(floor, stream.sync)
+            samplers[label] = launch_sampler(floor, stream.sync, ours_current)
+        timed = time_launches(samplers)
+        results = {k: v for k, v in timed.items() if not k.startswith("written ")}
+        spelled = {k[len("written ") :]: v for k, v in timed.items() if k.startswith("written ")}
         report("bench_launch", case, results)
         if spelled:
             for label in ("C floor", "C floor Ex", "C floor CUfunction"):

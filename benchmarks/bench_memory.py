@@ -25,7 +25,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import optional_import, report, time_us  # noqa: E402
+from _harness import interleaved, optional_import, report, sampler  # noqa: E402
 
 BENCH = "memory"
 COPY_SIZE = 256 << 20
@@ -151,25 +151,22 @@ def main():
         "pool allocate+close 1 KiB": pool_floor(1024),
         "pool allocate+close 1 MiB": pool_floor(1 << 20),
     }
+    current = {"cuda_core": cuda_core.Device(0).set_current}
+    if core is not None:
+        current["cuda.core"] = core.Device(0).set_current
     for case, (unit, _fn) in suites["cuda_core"][0].items():
-        results = {}
+        # Copies take milliseconds: fewer, longer samples.
+        timing = {} if unit == "us" else {"min_time": 0.3, "warmup": 2}
+        samplers = {}
         for label, (cases, _keep) in suites.items():
             entry = cases.get(case)
-            if entry is None:
-                continue
-            if label == "cuda_core":
-                cuda_core.Device(0).set_current()
-            elif label == "cuda.core":
-                core.Device(0).set_current()
-            if unit == "us":
-                results[label] = time_us(entry[1])
-            else:
-                t = time_us(entry[1], repeat=5, min_time=0.3, warmup=2)
-                results[label] = COPY_SIZE / (t * 1e-6) / 1e9
+            if entry is not None:
+                samplers[label] = sampler(entry[1], before=current.get(label), **timing)
         if case in floors:
-            cuda_core.Device(0).set_current()
-            results["C floor"] = time_us(floors[case]) / floor_n
+            samplers["C floor"] = sampler(floors[case], before=current["cuda_core"], scale=floor_n)
+        results = interleaved(samplers, rounds=7 if unit == "us" else 5)
         if unit == "GB/s":
+            results = {label: COPY_SIZE / (t * 1e-6) / 1e9 for label, t in results.items()}
             # report() prints ours/theirs; for bandwidth, higher is better.
             report(BENCH, case + " (GB/s, higher is better)", results, unit="GB/s")
         else:
