@@ -15,9 +15,10 @@ context's ``CUfunction``.
 Methodology, identical for every implementation: launches are timed in
 batches of ``BATCH``; after each batch the stream is synchronized outside the
 timed region, so the launch queue never fills up and only the host-side cost
-of submitting a launch is measured.  The implementations take turns, batch
-by batch, so that a slow period of the machine hits them alike.  The
-reported time is the median over the batches, in microseconds per launch.
+of submitting a launch is measured.  The implementations take turns of a
+few batches each, so that a slow period of the machine hits them alike.
+The reported time is the median over the turns of each turn's median batch,
+in microseconds per launch.
 
 Each case is called as ``launch(stream, config, kernel, *args)``; the 1- and
 16-argument cases are also timed with the arguments written out at the call
@@ -49,9 +50,10 @@ from _harness import IMPL, interleaved, optional_import, report  # noqa: E402
 
 BATCH = 256
 WARMUP_BATCHES = 12  # also lets PyPy's JIT compile the launch loop
-MIN_BATCHES = 40
+TURN_BATCHES = 8  # timed batches per turn of one implementation
 MIN_TIME = 0.3  # seconds of timed launches per case, for the fastest implementation
-MAX_BATCHES = 400
+MIN_TURNS = 9
+MAX_TURNS = 60
 
 KERNEL_SOURCE = r"""
 #define ITEM_PARAM(x, T) T x
@@ -93,10 +95,14 @@ def _no_gpu_reason():
 
 
 def launch_sampler(batch, sync, before=None):
-    """Return a function timing one batch: ``batch(BATCH)`` launches, then ``sync()`` untimed.
+    """Return a function taking one turn of samples of ``batch(BATCH)`` launches.
 
-    Warms up first (which also lets PyPy's JIT compile the launch loop).
-    ``before()``, if given, runs untimed before each batch.
+    Warms up first (which also lets PyPy's JIT compile the launch loop).  A
+    turn runs ``before()`` (if given) and one batch untimed, then
+    ``TURN_BATCHES`` timed batches, each followed by an untimed ``sync()``,
+    and returns their median in microseconds per launch: consecutive batches
+    keep the caches warm for the implementation being timed, as in a real
+    launch loop, while the turns still interleave the implementations.
     """
     for _ in range(WARMUP_BATCHES):
         batch(BATCH)
@@ -105,11 +111,16 @@ def launch_sampler(batch, sync, before=None):
     def sample():
         if before is not None:
             before()
-        t0 = time.perf_counter()
         batch(BATCH)
-        dt = time.perf_counter() - t0
         sync()
-        return dt / BATCH * 1e6
+        times = []
+        for _ in range(TURN_BATCHES):
+            t0 = time.perf_counter()
+            batch(BATCH)
+            dt = time.perf_counter() - t0
+            sync()
+            times.append(dt / BATCH * 1e6)
+        return statistics.median(times)
 
     return sample
 
@@ -117,13 +128,13 @@ def launch_sampler(batch, sync, before=None):
 def time_launches(samplers):
     """Return the median microseconds per launch of each of ``samplers``, interleaved.
 
-    At least ``MIN_BATCHES`` batches each, and enough for the fastest to be
-    timed for ``MIN_TIME`` seconds (at most ``MAX_BATCHES``).
+    Enough turns for the fastest implementation to be timed for
+    ``MIN_TIME`` seconds, within [``MIN_TURNS``, ``MAX_TURNS``].
     """
     fastest = min(sample() for sample in samplers.values())  # us per launch
-    rounds = int(MIN_TIME / (fastest * 1e-6 * BATCH)) + 1
-    rounds = min(max(rounds, MIN_BATCHES), MAX_BATCHES)
-    return interleaved(samplers, rounds=rounds, reduce=statistics.median)
+    turns = int(MIN_TIME / (fastest * 1e-6 * BATCH * TURN_BATCHES)) + 1
+    turns = min(max(turns, MIN_TURNS), MAX_TURNS)
+    return interleaved(samplers, rounds=turns, reduce=statistics.median)
 
 
 def _written_out(launch_fn, stream, config, kernel, args):
