@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import pickle
+import sys
 import threading
 import time
 import warnings
@@ -166,6 +167,35 @@ def test_close_is_idempotent_and_use_after_close_raises(device, stream):
         with pytest.raises(RuntimeError, match="closed"):
             use()
     other.close()
+
+
+@pytest.mark.gpu
+def test_finalizer_destroys_only_unclosed_events(device, stream, monkeypatch):
+    import cuda_core._event as event_mod
+
+    destroyed = []
+    real = event_mod._destroy_event
+
+    def counting(c_event):
+        destroyed.append(c_event)
+        real(c_event)
+
+    monkeypatch.setattr(event_mod, "_destroy_event", counting)
+    closed = device.create_event()
+    dropped = stream.record()
+    for e in (closed, dropped):
+        assert isinstance(e, Event)
+        assert type(e).__name__ == "Event"
+    closed.close()
+    assert isinstance(closed, Event)
+    assert closed.is_closed
+    if sys.implementation.name != "pypy":
+        assert type(closed) is Event  # retyped: no finalizer left to run
+    dropped.sync()
+    del closed, dropped
+    for _ in range(3):
+        gc.collect()
+    assert len(destroyed) == 1  # the dropped event only; the closed one is not destroyed twice
 
 
 @pytest.mark.gpu
