@@ -192,7 +192,7 @@ def test_finalizer_destroys_only_unclosed_events(device, stream, monkeypatch):
     if sys.implementation.name != "pypy":
         assert type(closed) is Event  # retyped: no finalizer left to run
     dropped.sync()
-    del closed, dropped
+    del closed, dropped, e
     for _ in range(3):
         gc.collect()
     assert len(destroyed) == 1  # the dropped event only; the closed one is not destroyed twice
