@@ -1922,9 +1922,9 @@ def _status_as_int(cdef):
     """Return the ``cc_*`` helper cdef with status-returning prototypes declared as int."""
     out = []
     for line in cdef.splitlines():
-        first = line.split(" ", 1)[0]
-        if first in _STATUS_TYPES and "(" in line:
-            line = "int " + line.split(" ", 1)[1]
+        restype, _, rest = line.partition(" ")
+        if "(" in rest:
+            line = f"{_cdef_restype(restype)} {rest}"
         out.append(line)
     return "\n".join(out)
 

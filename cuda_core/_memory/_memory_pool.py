@@ -284,10 +284,9 @@ class _MemPool(MemoryResource):
             or size.__class__ is not int
             or size <= 0
         ):
-            s, size = self._checked_args(size, stream)
+            s, size = self._checked_args(size, stream)  # raises where c_pool is None
             if size == 0:
                 return self._bcls._from_pool(0, 0, self, s)
-            c_pool = self._pool
         try:
             c_ptr = _cc_pool_alloc(size, c_pool, s._handle)
         except OverflowError:  # beyond size_t: _as_size raises the ValueError
