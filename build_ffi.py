@@ -1494,6 +1494,8 @@ CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstr
 CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out);
 CUevent cc_event_new(CUcontext ctx, unsigned int flags);
 CUevent cc_event_new_untimed(CUcontext ctx);
+CUstream cc_stream_new(CUcontext ctx);
+uintptr_t cc_last_handle(void);
 CUresult cc_status(void);
 int cc_current_device(void);
 CUresult cc_bench_event_loop(CUstream stream, unsigned int count);
@@ -1564,7 +1566,38 @@ CUevent cc_event_new_untimed(CUcontext ctx) {
     return cc_event_new(ctx, CU_EVENT_DISABLE_TIMING);
 }
 
-/* The status of the calling thread's last cc_event_new / cc_event_new_untimed. */
+/* Device.create_stream() with default options, in one single-argument call:
+   a non-blocking stream of the lowest priority of ctx's device (queried each
+   time, as the priority range belongs to the device).  Returns NULL on
+   failure, with the status kept for cc_status; the handle's integer value is
+   kept for cc_last_handle (a cheaper way for Python to get both forms than
+   converting the pointer). */
+static __thread uintptr_t cc_last_handle_value;
+
+CUstream cc_stream_new(CUcontext ctx) {
+    int pushed, least = 0, greatest = 0;
+    CUstream s = NULL;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r == CUDA_SUCCESS) {
+        r = cuCtxGetStreamPriorityRange(&least, &greatest);
+        if (r == CUDA_SUCCESS) r = cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, least);
+        r2 = cc_leave_ctx(pushed);
+        if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+            cuStreamDestroy(s);
+            r = r2;
+        }
+    }
+    if (r != CUDA_SUCCESS) s = NULL;
+    cc_last_status = r;
+    cc_last_handle_value = (uintptr_t)s;
+    return s;
+}
+
+/* The integer value of the calling thread's last cc_stream_new result. */
+uintptr_t cc_last_handle(void) { return cc_last_handle_value; }
+
+/* The status of the calling thread's last cc_event_new, cc_event_new_untimed
+   or cc_stream_new. */
 CUresult cc_status(void) { return cc_last_status; }
 
 /* Benchmark floors: the driver calls behind one event cycle (create, record,

@@ -27,10 +27,12 @@ from cuda_core._device_properties import DeviceProperties
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream import (
+    _OWNED,
     Stream,
     _as_index,
     _create_stream,
     _graph_builder_type,
+    _OpenStream,
     default_stream,
 )
 from cuda_core._utils import require_open
@@ -43,11 +45,13 @@ _device_count = []  # [count] once known
 _primary = {}  # ordinal -> retained primary CUcontext (process-wide)
 _properties = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
 _facts = {}  # (ordinal, what) -> cached value (name, uuid, compute capability)
-_new = object.__new__
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device = lib.cc_current_device
 _cc_event_new_untimed = lib.cc_event_new_untimed
+_cc_last_handle = lib.cc_last_handle
+_cc_status = lib.cc_status
+_cc_stream_new = lib.cc_stream_new
 _cuCtxSetCurrent = lib.cuCtxSetCurrent
 
 
@@ -247,6 +251,18 @@ class Device:
             if options is not None:
                 raise ValueError("obj and options cannot be both specified")
             return Stream._wrap(obj)
+        if options is None:  # the common case, inline (see _stream._new_default_stream)
+            ctx = self._context
+            c_stream = _cc_stream_new(ctx._handle)
+            if not c_stream:
+                check(_cc_status())
+            stream = _OpenStream()
+            stream._handle = c_stream
+            stream._h = _cc_last_handle()
+            stream._kind = _OWNED
+            stream._ctx = ctx
+            stream._closed = False
+            return stream
         return _create_stream(Stream, options, self._context)
 
     def create_event(self, options=None):
@@ -274,7 +290,7 @@ class Device:
             ctx = self._context
             c_event = _cc_event_new_untimed(ctx._handle)
             if c_event:
-                event = _new(_OpenEvent)
+                event = _OpenEvent()
                 event._handle = c_event
                 event._ctx = ctx
                 event._flags = _DISABLE_TIMING

@@ -10,13 +10,18 @@ only the safety net and reports failures as :class:`~cuda_core.CUDAWarning`.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, in_forked_child, warn_cuda
-from cuda_core._utils import as_int_handle, check_or_create_options, require_open
+from cuda_core._utils import (
+    RETYPE_ON_CLOSE,
+    as_int_handle,
+    check_or_create_options,
+    open_class,
+    require_open,
+)
 
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 
@@ -25,9 +30,6 @@ _BLOCKING_SYNC = lib.CU_EVENT_BLOCKING_SYNC
 _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
 _NOT_READY = lib.CUDA_ERROR_NOT_READY
 _IPC_HANDLE_SIZE = lib.CU_IPC_HANDLE_SIZE
-_new = object.__new__
-#: Retype closed events to drop their finalizer (CPython only; see _OpenEvent).
-_RETYPE = sys.implementation.name != "pypy"
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_event_new = lib.cc_event_new
 _cc_status = lib.cc_status
@@ -224,8 +226,8 @@ class Event:
         if self._closed:
             return
         self._closed = True
-        if _RETYPE:
-            self.__class__ = Event  # closed: no finalizer needed (see _OpenEvent)
+        if RETYPE_ON_CLOSE:
+            self.__class__ = self._plain  # closed: no finalizer needed (see open_class)
         status = _cuEventDestroy(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -267,7 +269,7 @@ class Event:
         ctx = _context_of(_current_ctx())
         out = ffi.new("CUevent *")
         check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
-        self = object.__new__(_OpenEvent if cls is Event else cls)
+        self = _OpenEvent() if cls is Event else open_class(cls, _event_finalizer)()
         self._handle = out[0]
         self._ctx = ctx
         self._flags = _DISABLE_TIMING | _INTERPROCESS
@@ -431,32 +433,22 @@ def _event_from_ipc(descriptor):
     return Event.from_ipc_descriptor(descriptor)
 
 
-class _OpenEvent(Event):
-    """The class of an open :class:`Event`: it carries the finalizer.
+def _event_finalizer(self):
+    """``__del__`` of open events (see :func:`~cuda_core._utils.open_class`).
 
-    Every event is created as an ``_OpenEvent``; on CPython, :meth:`Event.close`
-    turns it into a plain :class:`Event` (the same layout), so a closed event
-    is collected without calling ``__del__``, which would cost about as much
-    as the rest of a create/close cycle's Python code.  PyPy keeps the class
-    (there the finalizer is registered at allocation, so nothing is saved).
-    ``_OpenEvent`` is an implementation detail: it is named ``Event`` and
-    ``isinstance(e, Event)`` holds either way.
+    Safety net only: close() (or ``with``) is the lifetime tool.
     """
-
-    __slots__ = ()
-
-    def __del__(self):
-        # Safety net only: close() (or ``with``) is the lifetime tool.
-        try:
-            closed = self._closed
-        except AttributeError:  # construction failed before the handle existed
-            return
-        if not closed:
-            self._closed = True
-            _destroy_event(self._handle)
+    try:
+        closed = self._closed
+    except AttributeError:  # never filled in
+        return
+    if not closed:
+        self._closed = True
+        _destroy_event(self._handle)
 
 
-_OpenEvent.__name__ = _OpenEvent.__qualname__ = "Event"
+#: The class of open events (Event and its open twin share one layout).
+_OpenEvent = open_class(Event, _event_finalizer)
 
 
 def _new_event(cls, options, ctx, bound):
@@ -477,7 +469,7 @@ def _new_event(cls, options, ctx, bound):
     c_event = _cc_event_new(c_ctx, flags)
     if not c_event:
         check(_cc_status())
-    self = _new(_OpenEvent if cls is Event else cls)
+    self = _OpenEvent() if cls is Event else open_class(cls, _event_finalizer)()
     self._handle = c_event
     self._ctx = ctx
     self._flags = flags

@@ -64,7 +64,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _check_device_support, _coerce_config
-from cuda_core._stream import Stream, _as_stream
+from cuda_core._stream import Stream, _as_stream, _OpenStream
 
 __all__ = ["launch"]
 
@@ -89,7 +89,7 @@ _launch_blob = lib.cc_launch_blob
 
 
 def _launch_cpython(stream, config, kernel, *kernel_args):
-    if type(stream) is not Stream:
+    if type(stream) is not _OpenStream and type(stream) is not Stream:
         stream = _as_stream(stream, "stream")
     try:
         cfg = config._fast  # the prepared config's address; None: take the slow path
@@ -110,7 +110,7 @@ def _launch_cpython(stream, config, kernel, *kernel_args):
 
 
 def _launch_pypy(stream, config, kernel, *kernel_args):
-    if type(stream) is not Stream:
+    if type(stream) is not _OpenStream and type(stream) is not Stream:
         stream = _as_stream(stream, "stream")
     try:
         cfg = config._fast  # the prepared config's address; None: take the slow path

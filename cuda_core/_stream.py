@@ -27,7 +27,7 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
 from cuda_core._event import Event, _new_event, _OpenEvent
-from cuda_core._utils import check_or_create_options, require_open
+from cuda_core._utils import RETYPE_ON_CLOSE, check_or_create_options, open_class, require_open
 
 __all__ = [
     "LEGACY_DEFAULT_STREAM",
@@ -48,6 +48,9 @@ _LEAST_PRIORITY = {}  # device ordinal -> default (lowest) priority
 _UINTPTR = ffi.typeof("uintptr_t")
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_stream_create = lib.cc_stream_create
+_cc_stream_new = lib.cc_stream_new
+_cc_last_handle = lib.cc_last_handle
+_cc_status = lib.cc_status
 _cuStreamDestroy = lib.cuStreamDestroy
 _cuStreamSynchronize = lib.cuStreamSynchronize
 _cuEventRecord = lib.cuEventRecord
@@ -143,12 +146,6 @@ class Stream:
             "Please use Device APIs (create_stream) or other Stream APIs (from_handle)."
         )
 
-    def __del__(self):
-        # Safety net only: close() (or ``with``) is the lifetime tool.
-        if getattr(self, "_kind", None) == _OWNED and not self._closed:
-            self._closed = True
-            _destroy_stream(self._handle)
-
     @classmethod
     def _new(cls, c_stream, kind, owner=None, ctx=None):
         self = object.__new__(cls)
@@ -234,6 +231,8 @@ class Stream:
             return
         self._closed = True
         if self._kind == _OWNED:
+            if RETYPE_ON_CLOSE:
+                self.__class__ = self._plain  # closed: no finalizer needed (see open_class)
             status = _cuStreamDestroy(self._handle)
             if status:  # hot path: check() only on failure
                 check(status)
@@ -607,6 +606,8 @@ def _priority_range(ctx):
 
 def _create_stream(cls, options, ctx):
     """Create an owned stream of class ``cls`` in Context ``ctx`` (made current if needed)."""
+    if options is None and cls is Stream:
+        return _new_default_stream(ctx)
     if options is None:
         flags = _NON_BLOCKING
         priority = _LEAST_PRIORITY.get(ctx._device_id)
@@ -633,7 +634,7 @@ def _create_stream(cls, options, ctx):
     status = _cc_stream_create(ctx._handle, flags, priority, b.stream)
     if status:  # hot path: check() only on failure
         check(status)
-    self = object.__new__(cls)
+    self = _OpenStream() if cls is Stream else open_class(cls, _stream_finalizer)()
     self._handle = b.stream[0]
     self._h = b.stream_int[0]
     self._kind = _OWNED
@@ -643,6 +644,42 @@ def _create_stream(cls, options, ctx):
         self._nonblocking = nonblocking
         self._priority = priority
     return self
+
+
+def _new_default_stream(ctx):
+    """Create an owned stream with the default options in Context ``ctx``.
+
+    :meth:`Device.create_stream <cuda_core.Device.create_stream>` inlines this.
+    """
+    c_stream = _cc_stream_new(ctx._handle)
+    if not c_stream:
+        check(_cc_status())
+    self = _OpenStream()
+    self._handle = c_stream
+    self._h = _cc_last_handle()
+    self._kind = _OWNED
+    self._ctx = ctx
+    self._closed = False
+    return self
+
+
+def _stream_finalizer(self):
+    """``__del__`` of open owned streams (see :func:`~cuda_core._utils.open_class`).
+
+    Safety net only: close() (or ``with``) is the lifetime tool.  Borrowed
+    and built-in streams own nothing and are plain Streams from the start.
+    """
+    try:
+        closed = self._closed
+    except AttributeError:  # never filled in
+        return
+    if not closed:
+        self._closed = True
+        _destroy_stream(self._handle)
+
+
+#: The class of open owned streams (Stream and its open twin share one layout).
+_OpenStream = open_class(Stream, _stream_finalizer)
 
 
 def _wait_on_stream(c_waiter, c_other, c_ctx):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import sys
 
 from cuda_core._cuda_ffi import ffi
 
@@ -13,8 +14,13 @@ __all__ = [
     "check_nonnegative_int",
     "check_or_create_options",
     "index_or_none",
+    "open_class",
     "require_open",
 ]
+
+#: Whether ``close()`` retypes an object from its open class back to its plain
+#: class (CPython only; see :func:`open_class`).
+RETYPE_ON_CLOSE = sys.implementation.name != "pypy"
 
 
 def check_or_create_options(cls, options, desc, *, keep_none=False):
@@ -81,3 +87,40 @@ def require_open(obj, closed, what):
     """Raise RuntimeError if ``closed`` (use after close)."""
     if closed:
         raise RuntimeError(f"{what} is closed; it cannot be used after close()")
+
+
+def open_class(cls, finalizer):
+    """Return the *open* twin of ``cls``, made once per class and cached on it.
+
+    Objects that own a CUDA resource (streams, events, buffers) are created as
+    instances of a same-layout subclass of their public class that carries
+    the garbage-collection finalizer ``finalizer`` as ``__del__``.  On CPython
+    (:data:`RETYPE_ON_CLOSE`), ``close()`` assigns the plain class back, so a
+    closed object is collected without a ``__del__`` call, which costs about
+    as much as the rest of a create/close cycle's Python code.  PyPy keeps the
+    class: it registers a finalizer at allocation, so nothing would be saved.
+    The twin's ``_plain`` attribute is ``cls``: ``close()`` does
+    ``self.__class__ = self._plain``.
+
+    The twin has the same name, qualified name and module as ``cls``, so
+    ``type(obj).__name__`` and ``isinstance(obj, cls)`` read as before.  It is
+    an implementation detail: calling it allocates an empty object (cheaper
+    than ``object.__new__``), which only its own module does, filling the
+    object in at once.
+    """
+    if "_plain" in cls.__dict__:  # already an open twin
+        return cls
+    twin = cls.__dict__.get("_open_twin")
+    if twin is None:
+        namespace = {
+            "__slots__": (),
+            "__init__": object.__init__,
+            "__del__": finalizer,
+            "_plain": cls,
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+            "__doc__": cls.__doc__,
+        }
+        twin = type(cls.__name__, (cls,), namespace)
+        type.__setattr__(cls, "_open_twin", twin)
+    return twin

@@ -217,6 +217,48 @@ def test_user_resource_garbage_collection_frees():
     assert mr.freed == [(ptr, 64)]
 
 
+def test_closed_buffer_drops_its_finalizer():
+    mr = HostMemoryResource()
+    kept, closed, dropped = mr.allocate(8), mr.allocate(16), mr.allocate(32)
+    for buf in (kept, closed, dropped):
+        assert isinstance(buf, Buffer)
+        assert type(buf).__name__ == "Buffer"
+    closed_ptr, dropped_ptr = closed.handle, dropped.handle
+    closed.close()
+    assert isinstance(closed, Buffer) and closed.is_closed
+    if sys.implementation.name != "pypy":
+        assert type(closed) is Buffer  # the plain class: no finalizer left to run
+    del closed, dropped, buf
+    _collect()
+    # Freed once each: the closed one by close(), the dropped one by its finalizer.
+    assert sorted(p for p, _ in mr.freed) == sorted([closed_ptr, dropped_ptr])
+    kept.close()
+    assert len(mr.freed) == 3
+
+
+def test_buffer_subclass_from_init_is_finalized_and_keeps_its_class():
+    class MyBuffer(Buffer):
+        pass
+
+    mr = HostMemoryResource()
+    ptrs = []
+    for _ in range(2):
+        mem = ffi.new("char[]", 8)
+        ptr = int(ffi.cast("uintptr_t", mem))
+        mr.live[ptr] = mem
+        ptrs.append(ptr)
+    closed = MyBuffer._init(ptrs[0], 8, mr=mr)
+    dropped = MyBuffer._init(ptrs[1], 8, mr=mr)
+    assert isinstance(closed, MyBuffer) and type(closed).__name__ == "MyBuffer"
+    closed.close()
+    assert isinstance(closed, MyBuffer)
+    if sys.implementation.name != "pypy":
+        assert type(closed) is MyBuffer
+    del dropped
+    _collect()
+    assert sorted(p for p, _ in mr.freed) == sorted(ptrs)
+
+
 def test_user_resource_close_failure_raises():
     mr = HostMemoryResource(fail_free=True)
     buf = mr.allocate(8)

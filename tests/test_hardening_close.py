@@ -471,3 +471,44 @@ def test_closed_stream_passed_to_other_apis(closed_stream_outcomes, case):
         assert not out["ok"], f"a closed stream was accepted: {out}"
         assert "RuntimeError" in out["bases"], out
         assert "closed" in out["message"], out
+
+
+def test_open_class_twin_carries_the_finalizer_until_retyped():
+    from cuda_core._utils import open_class
+
+    calls = []
+
+    class Thing:
+        __slots__ = ("closed", "__weakref__")
+
+        def __init__(self):
+            raise RuntimeError("not constructible")
+
+    def finalizer(self):
+        calls.append(self.closed)
+
+    twin = open_class(Thing, finalizer)
+    assert open_class(Thing, finalizer) is twin
+    assert open_class(twin, finalizer) is twin  # a twin is its own open class
+    assert issubclass(twin, Thing) and twin._plain is Thing
+    assert (twin.__name__, twin.__qualname__, twin.__module__) == (
+        Thing.__name__,
+        Thing.__qualname__,
+        Thing.__module__,
+    )
+    with pytest.raises(RuntimeError, match="not constructible"):
+        Thing()
+    with pytest.raises(TypeError):
+        twin(1)  # the twin allocates an empty object and takes no arguments
+    dropped = twin()
+    dropped.closed = False
+    del dropped
+    gc.collect()
+    assert calls == [False]
+    closed = twin()
+    closed.closed = True
+    closed.__class__ = closed._plain
+    assert type(closed) is Thing
+    del closed
+    gc.collect()
+    assert calls == [False]  # the plain class has no finalizer

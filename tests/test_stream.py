@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 import warnings
@@ -405,7 +406,11 @@ def test_stream_subclass_init(device):
 
     s = MyStream._init(options=StreamOptions(), device_id=device.device_id)
     assert isinstance(s, MyStream) and s.device is device
+    assert type(s).__name__ == "MyStream"
     s.close()
+    assert isinstance(s, MyStream) and s.is_closed
+    if sys.implementation.name != "pypy":
+        assert type(s) is MyStream  # the plain class: no finalizer left to run
 
 
 @pytest.mark.gpu
@@ -505,6 +510,38 @@ def test_unclosed_stream_is_finalized_quietly(device):
         for _ in range(3):
             gc.collect()
         assert ref() is None
+
+
+@pytest.mark.gpu
+def test_finalizer_destroys_only_unclosed_owned_streams(device, monkeypatch):
+    import cuda_core._stream as stream_mod
+
+    destroyed = []
+    real = stream_mod._destroy_stream
+
+    def counting(c_stream):
+        destroyed.append(c_stream)
+        real(c_stream)
+
+    monkeypatch.setattr(stream_mod, "_destroy_stream", counting)
+    closed = device.create_stream()
+    dropped = device.create_stream(StreamOptions(nonblocking=False))
+    borrowed = Stream.from_handle(dropped.handle)
+    assert type(borrowed) is Stream  # borrows own nothing: no finalizer at all
+    for s in (closed, dropped):
+        assert isinstance(s, Stream)
+        assert type(s).__name__ == "Stream"
+    closed.close()
+    assert isinstance(closed, Stream) and closed.is_closed
+    if sys.implementation.name != "pypy":
+        assert type(closed) is Stream  # retyped: no finalizer left to run
+    del borrowed
+    gc.collect()
+    assert destroyed == []
+    del closed, dropped, s
+    for _ in range(3):
+        gc.collect()
+    assert len(destroyed) == 1  # the dropped stream only
 
 
 @pytest.mark.gpu

@@ -21,14 +21,14 @@ from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._memory import _dlpack
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_stream as _stream_accept
+from cuda_core._stream import _OpenStream
 from cuda_core._stream import default_stream as _default_stream
-from cuda_core._utils import require_open
+from cuda_core._utils import RETYPE_ON_CLOSE, open_class, require_open
 
 __all__ = ["Buffer", "MemoryResource"]
 
 _SIZE_MAX = (1 << 64) - 1
 _NULL = ffi.NULL
-_new = object.__new__
 _cuMemFreeAsync = lib.cuMemFreeAsync
 _is_finalizing = sys.is_finalizing
 
@@ -59,8 +59,9 @@ class Buffer:
     # _release: what frees the memory.  None for views; _InlinePool for an
     # allocation from a pool the resource does not own (the common case),
     # freed with cuMemFreeAsync on _dstream (unset otherwise); else a
-    # _Release.  close() frees explicitly (failures raise); __del__ is the
-    # garbage-collection safety net (failures warn).
+    # _Release.  close() frees explicitly (failures raise); the open class's
+    # __del__ (_buffer_finalizer) is the garbage-collection safety net
+    # (failures warn).
     # _extra: rarely used state (owner, IPC descriptor, pointer attributes).
     __slots__ = (
         "_ptr",
@@ -78,23 +79,6 @@ class Buffer:
             "Buffer objects cannot be instantiated directly. Please use MemoryResource APIs "
             "(MemoryResource.allocate, Device.allocate or Buffer.from_handle)."
         )
-
-    def __del__(self):
-        # The garbage-collection safety net; close() (or ``with``) is the
-        # lifetime tool.  Failures become CUDAWarning.
-        try:
-            rel = self._release
-            if rel is None or self._closed:
-                return
-        except AttributeError:  # construction failed part-way
-            return
-        self._closed = True
-        if _is_finalizing():  # at exit the driver reclaims everything
-            return
-        if rel is _InlinePool:
-            _collect_inline(self._ptr, self._dstream)
-        else:
-            rel._collect()
 
     def __enter__(self):
         return self
@@ -196,7 +180,7 @@ class Buffer:
                 s = _as_stream(stream)
             elif mr.is_device_accessible:
                 s = _default_stream()
-        self = _new(cls)
+        self = _open_buffer_class(cls)()
         self._ptr = c_ptr
         self._size = size
         self._mr = mr
@@ -215,7 +199,7 @@ class Buffer:
         ``pool``: the ``_memory_pool._OwnedPool`` of an owned pool, which
         counts the allocation as outstanding until it is freed.
         """
-        self = _new(cls)
+        self = _open_buffer_class(cls)()
         self._ptr = c_ptr
         self._size = size
         self._mr = mr
@@ -323,8 +307,11 @@ class Buffer:
         if stream is None:
             s = None
         else:
-            s = stream if stream.__class__ is _Stream else _stream_accept(stream, "stream")
+            cls = stream.__class__
+            s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
         self._closed = True
+        if RETYPE_ON_CLOSE:
+            self.__class__ = self._plain  # closed: no finalizer needed (see open_class)
         c_ptr = self._ptr
         self._ptr = 0
         self._size = 0
@@ -652,11 +639,41 @@ class MemoryResource(abc.ABC):
 # --------------------------------------------------------------------------
 # Deallocation (explicit close and the garbage-collection safety net)
 # --------------------------------------------------------------------------
+def _buffer_finalizer(self):
+    """``__del__`` of open buffers (see :func:`~cuda_core._utils.open_class`).
+
+    The garbage-collection safety net; close() (or ``with``) is the lifetime
+    tool.  Failures become CUDAWarning.
+    """
+    try:
+        rel = self._release
+        if rel is None or self._closed:
+            return
+    except AttributeError:  # never filled in
+        return
+    self._closed = True
+    if _is_finalizing():  # at exit the driver reclaims everything
+        return
+    if rel is _InlinePool:
+        _collect_inline(self._ptr, self._dstream)
+    else:
+        rel._collect()
+
+
+def _open_buffer_class(cls):
+    """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
+    return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)
+
+
+#: The class of open Buffers (Buffer and its open twin share one layout).
+_OpenBuffer = open_class(Buffer, _buffer_finalizer)
+
+
 class _Release:
     """Frees one allocation through ``mr.deallocate`` (owned by one Buffer).
 
     ``Buffer.close`` frees through :meth:`run` (failures raise) and
-    ``Buffer.__del__`` through :meth:`_collect` (failures become
+    ``_buffer_finalizer`` through :meth:`_collect` (failures become
     :class:`~cuda_core.CUDAWarning`); each runs only while the Buffer is
     open and marks it closed first, so the memory is freed once.
     """
@@ -709,7 +726,7 @@ class _InlinePool:
     Allocations from a pool the resource does not own (the default pools,
     imported IPC memory, graph allocations) need nothing beyond
     ``cuMemFreeAsync`` on the deallocation stream, so ``Buffer.close`` does
-    that directly and ``Buffer.__del__`` is the safety net: no separate
+    that directly and ``_buffer_finalizer`` is the safety net: no separate
     object per allocation.
     """
 
@@ -774,7 +791,7 @@ def _as_stream(obj, what="stream"):
     Raises TypeError naming ``what`` for a non-stream, and RuntimeError for a
     closed stream (its destroyed handle must never reach the driver).
     """
-    if obj.__class__ is not _Stream:
+    if obj.__class__ is not _OpenStream and obj.__class__ is not _Stream:
         obj = _stream_accept(obj, what)
     if obj._closed:
         require_open(obj, True, "Stream")

@@ -19,6 +19,7 @@ from cuda_core._memory._buffer import (
     MemoryResource,
     _as_size,
     _as_stream,
+    _OpenStream,
     _Stream,
     _stream_accept,
 )
@@ -43,7 +44,8 @@ def _sync_before_free(stream):
     """
     c_ctx = None
     if stream is not None:
-        s = stream if stream.__class__ is _Stream else _stream_accept(stream, "stream")
+        cls = stream.__class__
+        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
         if not s._closed:
             s.sync()
             return

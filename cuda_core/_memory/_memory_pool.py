@@ -22,6 +22,8 @@ from cuda_core._memory._buffer import (
     _as_size,
     _as_stream,
     _InlinePool,
+    _open_buffer_class,
+    _OpenStream,
     _OwnedPoolRelease,
     _Stream,
 )
@@ -164,7 +166,7 @@ class _MemPool(MemoryResource):
         # (None once closed, or for a mapped resource), and the buffer class.
         mapped = self._ipc_data is not None and self._ipc_data.is_mapped
         self._fast = None if mapped else c_pool
-        self._bcls = self._buffer_class
+        self._bcls = _open_buffer_class(self._buffer_class)
         self._h = as_int_handle(c_pool)
 
     def _init_create_pool(self, loc_type, loc_id, alloc_type, ipc_enabled, max_size, dev_id):
@@ -279,7 +281,7 @@ class _MemPool(MemoryResource):
         s = stream
         if (
             c_pool is None
-            or s.__class__ is not _Stream
+            or (s.__class__ is not _OpenStream and s.__class__ is not _Stream)
             or s._closed
             or size.__class__ is not int
             or size <= 0
@@ -294,7 +296,7 @@ class _MemPool(MemoryResource):
             raise
         if not c_ptr:
             _raise_pool_alloc_error(self, size)
-        buf = _new(self._bcls)
+        buf = self._bcls()
         buf._ptr = c_ptr
         buf._size = size
         buf._mr = self

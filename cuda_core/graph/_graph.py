@@ -17,7 +17,7 @@ import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
-from cuda_core._stream import Stream, _as_stream
+from cuda_core._stream import Stream, _as_stream, _OpenStream
 from cuda_core._utils import as_int_handle, check_or_create_options, require_open
 from cuda_core.graph._attachments import drain, release_temporary, resolve_host_callback
 from cuda_core.graph._attachments import retain_temporarily as _retain
@@ -206,7 +206,7 @@ class Graph:
         """
         if self._closed:
             self._require_open()
-        if type(stream) is not Stream:
+        if type(stream) is not _OpenStream and type(stream) is not Stream:
             stream = _as_stream(stream, "stream")
         if stream._closed:
             require_open(stream, True, "Stream")
