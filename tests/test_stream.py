@@ -525,7 +525,7 @@ def test_finalizer_destroys_only_unclosed_owned_streams(device, monkeypatch):
 
     monkeypatch.setattr(stream_mod, "_destroy_stream", counting)
     closed = device.create_stream()
-    dropped = device.create_stream(StreamOptions(nonblocking=False))
+    dropped = device.create_stream(options=StreamOptions(nonblocking=False))
     borrowed = Stream.from_handle(dropped.handle)
     assert type(borrowed) is Stream  # borrows own nothing: no finalizer at all
     for s in (closed, dropped):
