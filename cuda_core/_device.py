@@ -252,15 +252,14 @@ class Device:
                 raise ValueError("obj and options cannot be both specified")
             return Stream._wrap(obj)
         if options is None:  # the common case, inline (see _stream._new_default_stream)
-            ctx = self._context
-            c_stream = _cc_stream_new(ctx._handle)
+            c_stream = _cc_stream_new(self._c_ctx)  # _c_ctx is _context's handle
             if not c_stream:
                 check(_cc_status())
             stream = _OpenStream()
             stream._handle = c_stream
             stream._h = _cc_last_handle()
             stream._kind = _OWNED
-            stream._ctx = ctx
+            stream._ctx = self._context
             stream._closed = False
             return stream
         return _create_stream(Stream, options, self._context)
@@ -287,12 +286,11 @@ class Device:
         if not self._has_inited:
             self._check_initialized()
         if options is None:  # the common case, inline (see _new_event)
-            ctx = self._context
-            c_event = _cc_event_new_untimed(ctx._handle)
+            c_event = _cc_event_new_untimed(self._c_ctx)  # _c_ctx is _context's handle
             if c_event:
                 event = _OpenEvent()
                 event._handle = c_event
-                event._ctx = ctx
+                event._ctx = self._context
                 event._flags = _DISABLE_TIMING
                 event._closed = False
                 return event
