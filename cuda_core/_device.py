@@ -27,12 +27,11 @@ from cuda_core._device_properties import DeviceProperties
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream import (
-    _OWNED,
     Stream,
     _as_index,
     _create_stream,
     _graph_builder_type,
-    _OpenStream,
+    _new_default_stream,
     default_stream,
 )
 from cuda_core._utils import require_open
@@ -49,9 +48,6 @@ _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device = lib.cc_current_device
 _cc_event_new_untimed = lib.cc_event_new_untimed
-_cc_last_handle = lib.cc_last_handle
-_cc_status = lib.cc_status
-_cc_stream_new = lib.cc_stream_new
 _cuCtxSetCurrent = lib.cuCtxSetCurrent
 
 
@@ -251,17 +247,8 @@ class Device:
             if options is not None:
                 raise ValueError("obj and options cannot be both specified")
             return Stream._wrap(obj)
-        if options is None:  # the common case, inline (see _stream._new_default_stream)
-            c_stream = _cc_stream_new(self._c_ctx)  # _c_ctx is _context's handle
-            if not c_stream:
-                check(_cc_status())
-            stream = _OpenStream()
-            stream._handle = c_stream
-            stream._h = _cc_last_handle()
-            stream._kind = _OWNED
-            stream._ctx = self._context
-            stream._closed = False
-            return stream
+        if options is None:  # the common case
+            return _new_default_stream(self._context)
         return _create_stream(Stream, options, self._context)
 
     def create_event(self, options=None):

@@ -19,6 +19,7 @@ from cuda_core._utils import (
     RETYPE_ON_CLOSE,
     as_int_handle,
     check_or_create_options,
+    handle_finalizer,
     open_class,
     require_open,
 )
@@ -433,18 +434,8 @@ def _event_from_ipc(descriptor):
     return Event.from_ipc_descriptor(descriptor)
 
 
-def _event_finalizer(self):
-    """``__del__`` of open events (see :func:`~cuda_core._utils.open_class`).
-
-    Safety net only: close() (or ``with``) is the lifetime tool.
-    """
-    try:
-        closed = self._closed
-    except AttributeError:  # never filled in
-        return
-    if not closed:
-        self._closed = True
-        _destroy_event(self._handle)
+#: ``__del__`` of open events: _destroy_event is looked up at call time.
+_event_finalizer = handle_finalizer(lambda c_event: _destroy_event(c_event))
 
 
 #: The class of open events (Event and its open twin share one layout).

@@ -27,7 +27,13 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
 from cuda_core._event import Event, _new_event, _OpenEvent
-from cuda_core._utils import RETYPE_ON_CLOSE, check_or_create_options, open_class, require_open
+from cuda_core._utils import (
+    RETYPE_ON_CLOSE,
+    check_or_create_options,
+    handle_finalizer,
+    open_class,
+    require_open,
+)
 
 __all__ = [
     "LEGACY_DEFAULT_STREAM",
@@ -647,10 +653,7 @@ def _create_stream(cls, options, ctx):
 
 
 def _new_default_stream(ctx):
-    """Create an owned stream with the default options in Context ``ctx``.
-
-    :meth:`Device.create_stream <cuda_core.Device.create_stream>` inlines this.
-    """
+    """Create an owned stream with the default options in Context ``ctx``."""
     c_stream = _cc_stream_new(ctx._handle)
     if not c_stream:
         check(_cc_status())
@@ -663,19 +666,9 @@ def _new_default_stream(ctx):
     return self
 
 
-def _stream_finalizer(self):
-    """``__del__`` of open owned streams (see :func:`~cuda_core._utils.open_class`).
-
-    Safety net only: close() (or ``with``) is the lifetime tool.  Borrowed
-    and built-in streams own nothing and are plain Streams from the start.
-    """
-    try:
-        closed = self._closed
-    except AttributeError:  # never filled in
-        return
-    if not closed:
-        self._closed = True
-        _destroy_stream(self._handle)
+#: ``__del__`` of open owned streams (borrowed and built-in streams own
+#: nothing and are plain Streams): _destroy_stream is looked up at call time.
+_stream_finalizer = handle_finalizer(lambda c_stream: _destroy_stream(c_stream))
 
 
 #: The class of open owned streams (Stream and its open twin share one layout).

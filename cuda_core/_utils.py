@@ -13,6 +13,7 @@ __all__ = [
     "as_int_handle",
     "check_nonnegative_int",
     "check_or_create_options",
+    "handle_finalizer",
     "index_or_none",
     "open_class",
     "require_open",
@@ -124,3 +125,23 @@ def open_class(cls, finalizer):
         twin = type(cls.__name__, (cls,), namespace)
         type.__setattr__(cls, "_open_twin", twin)
     return twin
+
+
+def handle_finalizer(destroy):
+    """Return a ``__del__`` for :func:`open_class` that destroys an unclosed handle.
+
+    The finalizer marks the object closed and calls ``destroy(obj._handle)``
+    once, only if the object is still open (``close()`` ran otherwise).  It is
+    the safety net; ``close()`` (or ``with``) is the lifetime tool.
+    """
+
+    def finalizer(self):
+        try:
+            closed = self._closed
+        except AttributeError:  # never filled in
+            return
+        if not closed:
+            self._closed = True
+            destroy(self._handle)
+
+    return finalizer
