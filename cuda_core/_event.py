@@ -418,7 +418,7 @@ class IPCEventDescriptor:
 # Private helpers.
 # --------------------------------------------------------------------------
 def _destroy_event(c_event):
-    """Finalizer (from ``Event.__del__``): destroy an unclosed event, warn on failure.
+    """Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
 
     In a child created by ``fork()`` the event belongs to the parent: left alone.
     """

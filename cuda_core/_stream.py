@@ -582,7 +582,7 @@ def _stream_address(obj):
 
 
 def _destroy_stream(c_stream):
-    """Finalizer (from ``Stream.__del__``): destroy an unclosed owned stream, warn on failure.
+    """Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
 
     In a child created by ``fork()`` the stream belongs to the parent: left alone.
     """
