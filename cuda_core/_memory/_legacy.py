@@ -19,8 +19,6 @@ from cuda_core._memory._buffer import (
     MemoryResource,
     _as_size,
     _as_stream,
-    _OpenStream,
-    _Stream,
     _stream_accept,
 )
 from cuda_core._utils import as_int_handle
@@ -44,8 +42,7 @@ def _sync_before_free(stream):
     """
     c_ctx = None
     if stream is not None:
-        cls = stream.__class__
-        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
+        s = _stream_accept(stream, "stream")
         if not s._closed:
             s.sync()
             return
