@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _scripts.hardening_util import StreamBlocker
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -32,35 +33,10 @@ class RawBuffer:
         check(lib.cuMemFree(self.ptr))
 
 
-class Blocker:
-    """Hold a stream at a ``cuStreamWaitValue32`` until :meth:`release` (host-mapped flag).
-
-    Both :meth:`release` and :meth:`free` may be called more than once.
-    """
+class Blocker(StreamBlocker):
+    """A :class:`StreamBlocker` that skips the test where the wait is unavailable."""
 
     def __init__(self, stream):
-        out = ffi.new("void **")
-        check(lib.cuMemHostAlloc(out, 4, lib.CU_MEMHOSTALLOC_DEVICEMAP))
-        self.host = out[0]
-        self.word = ffi.cast("uint32_t *", self.host)
-        self.word[0] = 0
-        dptr = ffi.new("CUdeviceptr *")
-        check(lib.cuMemHostGetDevicePointer(dptr, self.host, 0))
-        status = lib.cuStreamWaitValue32(stream._handle, dptr[0], 1, 0)  # 0: WAIT_VALUE_GEQ
-        if status:
-            check(lib.cuMemFreeHost(self.host))
-            pytest.skip(f"cuStreamWaitValue32 on host memory is unavailable (status {status})")
-        self.released = False
-        self.freed = False
-
-    def release(self):
-        if not self.released:
-            self.word[0] = 1
-            self.released = True
-
-    def free(self):
-        if not self.freed:
-            self.release()
-            check(lib.cuCtxSynchronize())
-            check(lib.cuMemFreeHost(self.host))
-            self.freed = True
+        super().__init__(stream)
+        if self.status:
+            pytest.skip(f"cuStreamWaitValue32 on host memory is unavailable (status {self.status})")

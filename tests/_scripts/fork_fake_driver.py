@@ -18,22 +18,9 @@ import os
 import sys
 import warnings
 
-from hardening_util import emit
+from hardening_util import emit, outcome
 
 from cuda_core._cuda_ffi import ffi, lib
-
-
-def describe(fn):
-    try:
-        value = fn()
-    except Exception as exc:  # noqa: BLE001 - reported, judged by the test
-        return {
-            "ok": False,
-            "type": type(exc).__name__,
-            "name": getattr(exc, "name", None),
-            "message": str(exc),
-        }
-    return {"ok": True, "value": repr(value)}
 
 
 def driver_calls():
@@ -58,9 +45,9 @@ def child_report():
         "in_forked_child": _errors.in_forked_child(),
         "calls": driver_calls(),
         "reload": int(lib.cc_load_library(lib.CC_LIB_DRIVER, sys.argv[1].encode())),
-        "load_driver": describe(load_driver),
-        "device": describe(lambda: Device(0)),
-        "check": describe(lambda: _errors.check(lib.cuStreamSynchronize(ffi.NULL))),
+        "load_driver": outcome(load_driver),
+        "device": outcome(lambda: Device(0)),
+        "check": outcome(lambda: _errors.check(lib.cuStreamSynchronize(ffi.NULL))),
     }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -17,40 +17,15 @@ from __future__ import annotations
 import threading
 import time
 
-from hardening_util import emit
+from hardening_util import StreamBlocker, emit
 
 from cuda_core import Device, EventOptions
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
-
-
-class Blocker:
-    """Hold a stream at ``cuStreamWaitValue32`` until :meth:`release`."""
-
-    def __init__(self, stream):
-        out = ffi.new("void **")
-        check(lib.cuMemHostAlloc(out, 4, lib.CU_MEMHOSTALLOC_DEVICEMAP))
-        self.host = out[0]
-        self.word = ffi.cast("uint32_t *", self.host)
-        self.word[0] = 0
-        dptr = ffi.new("CUdeviceptr *")
-        check(lib.cuMemHostGetDevicePointer(dptr, self.host, 0))
-        self.status = lib.cuStreamWaitValue32(stream._handle, dptr[0], 1, 0)  # WAIT_VALUE_GEQ
-
-    def release(self):
-        self.word[0] = 1
-
-    def free(self):
-        self.release()
-        check(lib.cuCtxSynchronize())
-        check(lib.cuMemFreeHost(self.host))
 
 
 def one(dev, call):
     s = dev.create_stream()
-    blocker = Blocker(s)
-    if blocker.status:
-        blocker.free()
+    blocker = StreamBlocker(s)
+    if blocker.status:  # unavailable here: nothing is held
         s.close()
         return None
     event = s.record(options=EventOptions(blocking_sync=call == "event_blocking_sync"))

@@ -18,6 +18,7 @@ import sys
 __all__ = [
     "KERNEL_SOURCE",
     "ROOT",
+    "StreamBlocker",
     "compile_kernels",
     "device_free_bytes",
     "emit",
@@ -174,6 +175,47 @@ def run_scripts(jobs, timeout=120):
 def emit(result):
     """Print ``result`` as the script's ``RESULT`` line."""
     print("RESULT " + json.dumps(result), flush=True)
+
+
+class StreamBlocker:
+    """Hold a stream at ``cuStreamWaitValue32`` on a host-mapped flag until :meth:`release`.
+
+    ``status`` is the driver's answer to the wait: non-zero means the wait is
+    unavailable here, the flag is already freed and nothing is held.  Both
+    :meth:`release` and :meth:`free` may be called more than once.
+    """
+
+    def __init__(self, stream):
+        from cuda_core._cuda_ffi import ffi, lib
+        from cuda_core._errors import check
+
+        out = ffi.new("void **")
+        check(lib.cuMemHostAlloc(out, 4, lib.CU_MEMHOSTALLOC_DEVICEMAP))
+        self.host = out[0]
+        self.word = ffi.cast("uint32_t *", self.host)
+        self.word[0] = 0
+        dptr = ffi.new("CUdeviceptr *")
+        check(lib.cuMemHostGetDevicePointer(dptr, self.host, 0))
+        self.status = lib.cuStreamWaitValue32(stream._handle, dptr[0], 1, 0)  # 0: WAIT_VALUE_GEQ
+        self.released = self.freed = False
+        if self.status:
+            check(lib.cuMemFreeHost(self.host))
+            self.released = self.freed = True
+
+    def release(self):
+        if not self.released:
+            self.word[0] = 1
+            self.released = True
+
+    def free(self):
+        from cuda_core._cuda_ffi import lib
+        from cuda_core._errors import check
+
+        if not self.freed:
+            self.release()
+            check(lib.cuCtxSynchronize())
+            check(lib.cuMemFreeHost(self.host))
+            self.freed = True
 
 
 def outcome(fn):
