@@ -40,3 +40,20 @@ class Blocker(StreamBlocker):
         super().__init__(stream)
         if self.status:
             pytest.skip(f"cuStreamWaitValue32 on host memory is unavailable (status {self.status})")
+
+
+def record_calls(monkeypatch, module, name):
+    """Make ``module.name`` record the first argument of each call (then run it).
+
+    Returns the list the arguments are appended to; ``monkeypatch`` restores
+    the original at the end of the test.
+    """
+    calls = []
+    real = getattr(module, name)
+
+    def recording(arg, *rest):
+        calls.append(arg)
+        return real(arg, *rest)
+
+    monkeypatch.setattr(module, name, recording)
+    return calls

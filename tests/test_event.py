@@ -13,7 +13,7 @@ import warnings
 import weakref
 
 import pytest
-from _helpers import Blocker, RawBuffer
+from _helpers import Blocker, RawBuffer, record_calls
 
 from cuda_core import CUDAError, CUDAWarning, Device, Event, EventOptions
 from cuda_core._event import IPCEventDescriptor
@@ -173,14 +173,7 @@ def test_close_is_idempotent_and_use_after_close_raises(device, stream):
 def test_finalizer_destroys_only_unclosed_events(device, stream, monkeypatch):
     import cuda_core._event as event_mod
 
-    destroyed = []
-    real = event_mod._destroy_event
-
-    def counting(c_event):
-        destroyed.append(c_event)
-        real(c_event)
-
-    monkeypatch.setattr(event_mod, "_destroy_event", counting)
+    destroyed = record_calls(monkeypatch, event_mod, "_destroy_event")
     closed = device.create_event()
     dropped = stream.record()
     for e in (closed, dropped):

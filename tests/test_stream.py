@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 import pytest
-from _helpers import Blocker, RawBuffer
+from _helpers import Blocker, RawBuffer, record_calls
 
 from cuda_core import (
     LEGACY_DEFAULT_STREAM,
@@ -516,14 +516,7 @@ def test_unclosed_stream_is_finalized_quietly(device):
 def test_finalizer_destroys_only_unclosed_owned_streams(device, monkeypatch):
     import cuda_core._stream as stream_mod
 
-    destroyed = []
-    real = stream_mod._destroy_stream
-
-    def counting(c_stream):
-        destroyed.append(c_stream)
-        real(c_stream)
-
-    monkeypatch.setattr(stream_mod, "_destroy_stream", counting)
+    destroyed = record_calls(monkeypatch, stream_mod, "_destroy_stream")
     closed = device.create_stream()
     dropped = device.create_stream(options=StreamOptions(nonblocking=False))
     borrowed = Stream.from_handle(dropped.handle)
