@@ -321,7 +321,7 @@ class Buffer:
         if rel is _InlinePool:  # the common case, inline
             if s is None:
                 s = self._dstream
-            # A closed (destroyed) stream cannot order anything: use the legacy default.
+            # _free_order_handle(s), inline (this is the hot path).
             status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
             if status:
                 check(status, "Buffer.close")
@@ -731,12 +731,20 @@ class _InlinePool:
     """
 
 
+def _free_order_handle(stream):
+    """The handle that orders a ``cuMemFreeAsync`` on ``stream`` (a Stream or None).
+
+    A closed (destroyed) stream cannot order anything, and None names none:
+    both give NULL, the legacy default stream.
+    """
+    return _NULL if stream is None or stream._closed else stream._handle
+
+
 def _collect_inline(c_ptr, stream):
     """Free a garbage-collected _InlinePool allocation; failures become CUDAWarning."""
     if in_forked_child():
         return  # the parent's memory: a forked child must not free it
-    handle = _NULL if stream is None or stream._closed else stream._handle
-    status = _cuMemFreeAsync(c_ptr, handle)
+    status = _cuMemFreeAsync(c_ptr, _free_order_handle(stream))
     if status:
         warn_cuda(f"cuMemFreeAsync({c_ptr:#x}) of a garbage-collected Buffer", status)
 
@@ -761,9 +769,7 @@ class _OwnedPoolRelease(_Release):
         if stream is None:
             stream = self.stream
         try:
-            # A closed (destroyed) stream cannot order anything: use the legacy default.
-            handle = _NULL if stream is None or stream._closed else stream._handle
-            status = _cuMemFreeAsync(self.ptr, handle)
+            status = _cuMemFreeAsync(self.ptr, _free_order_handle(stream))
             if status:
                 check(status, "Buffer.close")
         finally:
