@@ -228,7 +228,7 @@ class Event:
             return
         self._closed = True
         if RETYPE_ON_CLOSE:
-            self.__class__ = self._plain  # closed: no finalizer needed (see open_class)
+            self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
         status = _cuEventDestroy(self._handle)
         if status:  # hot path: check() only on failure
             check(status)

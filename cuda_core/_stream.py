@@ -238,7 +238,7 @@ class Stream:
         self._closed = True
         if self._kind == _OWNED:
             if RETYPE_ON_CLOSE:
-                self.__class__ = self._plain  # closed: no finalizer needed (see open_class)
+                self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
             status = _cuStreamDestroy(self._handle)
             if status:  # hot path: check() only on failure
                 check(status)
@@ -283,7 +283,8 @@ class Stream:
         if (
             event.__class__ is _OpenEvent
             and options is None
-            and not (self._closed or event._closed or event._flags & _INTERPROCESS)
+            and event._flags < _INTERPROCESS  # no IPC bit (the highest flag an Event holds)
+            and not (self._closed or event._closed)
         ):  # the common case (re-recording an open event), checked in one go
             status = _cuEventRecord(event._handle, self._handle)
             if status:  # hot path: check() only on failure

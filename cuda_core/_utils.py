@@ -101,7 +101,8 @@ def open_class(cls, finalizer):
     as much as the rest of a create/close cycle's Python code.  PyPy keeps the
     class: it registers a finalizer at allocation, so nothing would be saved.
     The twin's ``_plain`` attribute is ``cls``: ``close()`` does
-    ``self.__class__ = self._plain``.
+    ``self.__class__ = type(self)._plain`` (read through the type: CPython
+    3.12 specializes a class-attribute read on a type, not on an instance).
 
     The twin has the same name, qualified name and module as ``cls``, so
     ``type(obj).__name__`` and ``isinstance(obj, cls)`` read as before.  It is

@@ -311,7 +311,7 @@ class Buffer:
             s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
         self._closed = True
         if RETYPE_ON_CLOSE:
-            self.__class__ = self._plain  # closed: no finalizer needed (see open_class)
+            self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
         c_ptr = self._ptr
         self._ptr = 0
         self._size = 0
