@@ -1121,6 +1121,7 @@ typedef struct {
 typedef struct {
     CUfunction func;
     unsigned int nargs;
+    size_t bufsize;
     unsigned int offsets[];
 } cc_arg_layout;
 """
@@ -1161,6 +1162,12 @@ CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int 
     + LAUNCH_TYPES
     + r"""
 #define CC_STACK_PARAMS 512
+/* The three pointer-sized header words of a launch blob (see below). */
+#define CC_BLOB_HEADER (3 * sizeof(void *))
+/* The ``extra`` markers of cuLaunchKernel (cuda.h's CU_LAUNCH_PARAM_*). */
+#define CC_LAUNCH_PARAM_END ((void *)0x00)
+#define CC_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CC_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
 
 /* The launch hot path: one call per launch, with one argument so that the
    call is as cheap as the interpreter allows.  ``blob`` starts with three
@@ -1169,7 +1176,12 @@ CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int 
    LaunchConfig, only read here, possibly shared between threads) and the
    stream -- followed by the packed argument values; argument i starts at
    ``blob + layout->offsets[i]``.  The driver copies the parameter values
-   before cuLaunchKernelEx returns, so the blob may be reused right after. */
+   before cuLaunchKernelEx returns, so the blob may be reused right after.
+   When ``layout->bufsize`` is not 0, the packed values after the header are
+   laid out exactly as the kernel's parameter buffer (checked when the layout
+   is made, against the offsets the driver reports) and are handed over as
+   one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER): one copy in the driver rather
+   than one per parameter, which is cheaper for kernels with many parameters. */
 CUresult cc_launch_blob(const char *blob) {
     const cc_arg_layout *layout;
     const cc_launch_cfg *cfg;
@@ -1189,6 +1201,16 @@ CUresult cc_launch_blob(const char *blob) {
     c.attrs = (CUlaunchAttribute *)cfg->attrs;
     c.numAttrs = cfg->numAttrs;
     nargs = layout->nargs;
+    if (layout->bufsize != 0) {
+        size_t bufsize = layout->bufsize;
+        void *extra[5];
+        extra[0] = CC_LAUNCH_PARAM_BUFFER_POINTER;
+        extra[1] = (void *)(blob + CC_BLOB_HEADER);
+        extra[2] = CC_LAUNCH_PARAM_BUFFER_SIZE;
+        extra[3] = (void *)&bufsize;
+        extra[4] = CC_LAUNCH_PARAM_END;
+        return cuLaunchKernelEx(&c, layout->func, NULL, extra);
+    }
     if (nargs > 0) {
         if (nargs <= CC_STACK_PARAMS) {
             params = stack_params;

@@ -7,8 +7,11 @@ Each launch is one call into the extension, ``cc_launch_blob(blob)``, whose
 single argument is a byte block holding three pointer-sized words -- the
 *argument layout* (the kernel and where each packed argument starts), the
 prepared :class:`~cuda_core.LaunchConfig` structure and the stream -- followed
-by the packed argument values.  The C side builds the ``void *params[]``
-array from the layout and calls ``cuLaunchKernelEx``.  One argument keeps the
+by the packed argument values.  The C side calls ``cuLaunchKernelEx`` with
+the packed values as one parameter buffer when they are laid out exactly as
+the kernel's parameters (the plan compares its offsets with those the driver
+reports: the usual case, and cheaper for many parameters), else with a
+``void *params[]`` array built from the layout.  One argument keeps the
 call cheap on CPython (cffi passes a single argument without building an
 argument tuple) and costs nothing on PyPy.
 
@@ -596,6 +599,7 @@ def _build_plan(kernel, args, full_key):
     layout.nargs = nargs
     for i, placed in enumerate(arg_items):
         layout.offsets[i] = placed[0][3]
+    layout.bufsize = _parameter_buffer_size(info, arg_items, size - _HEADER_SIZE)
     plan.layout = layout
     plan.layout_addr = int(ffi.cast("uintptr_t", layout))
     plan._keep = layout_buf
@@ -631,6 +635,26 @@ def _build_plan(kernel, args, full_key):
         namespace["_hdr"] = _header
     plan.pack = _compile(_cpython_source(slots, arg_items, plan.guarded), namespace, "_pack")
     return plan
+
+
+def _parameter_buffer_size(info, arg_items, packed):
+    """Return the kernel's parameter-buffer size if the packed arguments match it, else 0.
+
+    ``packed`` bytes follow the blob header.  When every argument starts at
+    the offset the driver reports for its parameter (``info``; sizes are
+    already checked equal) and the last one ends where the parameters end,
+    the packed bytes *are* the kernel's parameter buffer, and
+    ``cc_launch_blob`` passes them in one piece.  Otherwise (layout unknown,
+    or a structure aligned more strictly than the blob aligns it) each
+    argument is passed by its own pointer.
+    """
+    if not info:
+        return 0
+    for placed, param in zip(arg_items, info):
+        if placed[0][3] - _HEADER_SIZE != param.offset:
+            return 0
+    last = info[-1]
+    return packed if last.offset + last.size == packed else 0
 
 
 def _compile(source, namespace, name):

@@ -711,6 +711,29 @@ def test_node_updates_definition_and_executable(device, stream, k):
         kn.update(kernel=k.scale)
 
 
+def test_captured_kernel_node_keeps_its_arguments_on_config_update(device, stream, k):
+    # launch() hands the driver the arguments as one parameter buffer where the
+    # layout allows it; updating such a captured node's config alone must keep
+    # the argument values the driver holds.
+    h = _pinned(4 * N)
+    arr = _view(h, np.float32, N)
+    arr[:] = 1.0
+    gb = device.create_graph_builder().begin_building()
+    launch(gb, ONE, k.scale, h, np.float32(3.0), np.uint64(N))
+    gb.end_building()
+    assert k.scale._plan.layout.bufsize == 8 + 4 + 4 + 8  # the buffer path was taken
+    gdef = gb.graph_definition
+    (kn,) = [n for n in gdef.nodes() if isinstance(n, KernelNode)]
+    kn.update(config=CFG)
+    assert kn.grid == (CFG.grid[0], 1, 1)
+    graph = gdef.instantiate()
+    graph.launch(stream)
+    stream.sync()
+    np.testing.assert_array_equal(arr, np.full(N, 3.0, np.float32))  # every element, scaled once
+    graph.close()
+    gb.close()
+
+
 # --------------------------------------------------------------------------
 # Lifetimes
 # --------------------------------------------------------------------------

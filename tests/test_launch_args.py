@@ -285,6 +285,32 @@ def test_structures_follow_the_kernel_parameter_size():
         _packed_arguments(k2, (Pair(b"a", 1.0),))
 
 
+def test_parameter_buffer_when_the_layout_matches_the_kernel():
+    # Offsets as the driver reports them for (long long, int, signed char):
+    # the packed arguments are the kernel's parameter buffer, 13 bytes.
+    k = make_kernel([ParamInfo(0, 8), ParamInfo(8, 4), ParamInfo(12, 1)])
+    plan, blob = _packed_arguments(k, (5, np.int32(-2), np.int8(7)))
+    assert plan.layout.bufsize == 13
+    header = struct.calcsize("@NNN")
+    assert blob[header : header + 13] == struct.pack("=qib", 5, -2, 7)
+
+
+def test_no_parameter_buffer_when_the_layout_differs_or_is_unknown():
+    # A 16-byte structure the kernel aligns to 16 after an int: the blob puts
+    # it at 8, so each argument must go by its own pointer.
+    k = make_kernel([ParamInfo(0, 4), ParamInfo(16, 16)])
+    plan, _ = _packed_arguments(k, (np.int32(1), Pair(b"a", 2.0)))
+    assert plan.layout.bufsize == 0
+    assert offsets(plan)[1] - struct.calcsize("@NNN") == 8
+    # padding between parameters (here 4 bytes) is part of the buffer
+    k = make_kernel([ParamInfo(0, 4), ParamInfo(8, 8)])
+    plan, _ = _packed_arguments(k, (np.int32(1), 2))
+    assert plan.layout.bufsize == 16
+    for info, args in (([], ()), (False, (1, 2.0))):
+        plan, _ = _packed_arguments(make_kernel(info), args)
+        assert plan.layout.bufsize == 0
+
+
 def test_argument_count_must_match_the_kernel():
     k = make_kernel([ParamInfo(0, 8), ParamInfo(8, 8)])
     with pytest.raises(TypeError, match="kernel takes 2 arguments but 3 were given"):

@@ -1386,10 +1386,13 @@ def _kernel_params(config, kernel, args, *, current=None):
         args = tuple(args)
         c_params, storage = _pack_args(kernel, args)
         p.kernelParams = c_params
+        p.extra = ffi.NULL
         owners.extend((args, storage, c_params))
     else:
+        # Keep the node's arguments as the driver holds them: an array of
+        # pointers, or one parameter buffer (a node captured from launch()).
         p.kernelParams = current.kernelParams
-    p.extra = ffi.NULL
+        p.extra = current.extra
     grid = config.grid
     block = config.block
     p.gridDimX, p.gridDimY, p.gridDimZ = grid
