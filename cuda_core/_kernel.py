@@ -610,12 +610,10 @@ class KernelOccupancy:
 
     def _cluster_query(self, fn, config, stream):
         from cuda_core._launch_config import _coerce_config
-        from cuda_core._stream import _as_stream
+        from cuda_core._stream import _as_open_stream
 
         config = _coerce_config(config)
-        s = _as_stream(stream, "stream")
-        if s._closed:
-            raise RuntimeError("Stream is closed; it cannot be used after close()")
+        s = _as_open_stream(stream)
         c_config, keep = config._to_cu_launch_config(s._handle)
         out = ffi.new("int *")
         check(fn(out, self._kernel._function(), c_config))

@@ -531,6 +531,20 @@ def _as_stream(obj, what="stream"):
     )
 
 
+def _as_open_stream(obj, what="stream"):
+    """Return ``obj`` as an open Stream (see :func:`_as_stream`).
+
+    Raises TypeError naming ``what`` for a non-stream, and RuntimeError for a
+    closed stream (its destroyed handle must never reach the driver).  An
+    exact Stream skips the conversion (the common case, on hot paths).
+    """
+    if obj.__class__ is not _OpenStream and obj.__class__ is not Stream:
+        obj = _as_stream(obj, what)
+    if obj._closed:
+        require_open(obj, True, "Stream")
+    return obj
+
+
 _GRAPH_BUILDER = []  # [class or None] once looked up
 
 

@@ -20,6 +20,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._memory import _dlpack
 from cuda_core._stream import Stream as _Stream
+from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._stream import _OpenStream
 from cuda_core._stream import default_stream as _default_stream
@@ -791,19 +792,6 @@ class _Extra:
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
-def _as_stream(obj, what="stream"):
-    """Return ``obj`` as an open Stream.
-
-    Raises TypeError naming ``what`` for a non-stream, and RuntimeError for a
-    closed stream (its destroyed handle must never reach the driver).
-    """
-    if obj.__class__ is not _OpenStream and obj.__class__ is not _Stream:
-        obj = _stream_accept(obj, what)
-    if obj._closed:
-        require_open(obj, True, "Stream")
-    return obj
-
-
 def _as_address(ptr, what="ptr"):
     """Return ``ptr`` as an int address in ``[0, 2**64)``.
 

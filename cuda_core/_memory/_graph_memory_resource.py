@@ -14,7 +14,7 @@ import threading
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._memory._buffer import Buffer, MemoryResource
+from cuda_core._memory._buffer import Buffer, MemoryResource, _as_stream
 
 __all__ = ["GraphMemoryResource"]
 
@@ -174,7 +174,7 @@ class GraphMemoryResource(MemoryResource):
         TypeError, ValueError
             For a bad ``size`` or ``stream``.
         """
-        s = _stream_of(stream)
+        s = _as_stream(stream)
         if isinstance(size, bool) or not hasattr(size, "__index__"):
             raise TypeError(f"size must be an int, not {type(size).__name__}")
         size = size.__index__()
@@ -198,7 +198,7 @@ class GraphMemoryResource(MemoryResource):
             The size in bytes (unused).
         stream : GraphBuilder or Stream
         """
-        s = _stream_of(stream)
+        s = _as_stream(stream)
         try:
             address = int(ptr)
         except (TypeError, ValueError):
@@ -231,15 +231,6 @@ class GraphMemoryResource(MemoryResource):
     def is_host_accessible(self):
         """bool: False."""
         return False
-
-
-def _stream_of(stream):
-    from cuda_core._stream import _as_stream
-
-    s = _as_stream(stream, "stream")
-    if s.is_closed:
-        raise RuntimeError("Stream is closed; it cannot be used after close()")
-    return s
 
 
 def _require_capturing(s):

@@ -17,8 +17,8 @@ import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
-from cuda_core._stream import Stream, _as_stream, _OpenStream
-from cuda_core._utils import as_int_handle, check_or_create_options, require_open
+from cuda_core._stream import _as_open_stream
+from cuda_core._utils import as_int_handle, check_or_create_options
 from cuda_core.graph._attachments import drain, release_temporary, resolve_host_callback
 from cuda_core.graph._attachments import retain_temporarily as _retain
 from cuda_core.graph._graph_builder import GraphBuilder, GraphCompleteOptions
@@ -206,10 +206,7 @@ class Graph:
         """
         if self._closed:
             self._require_open()
-        if type(stream) is not _OpenStream and type(stream) is not Stream:
-            stream = _as_stream(stream, "stream")
-        if stream._closed:
-            require_open(stream, True, "Stream")
+        stream = _as_open_stream(stream)
         check(lib.cuGraphLaunch(self._exec, stream._handle))
 
     def upload(self, stream):
@@ -220,9 +217,7 @@ class Graph:
         stream : Stream, GraphBuilder or object with ``__cuda_stream__``
         """
         self._require_open()
-        stream = _as_stream(stream, "stream")
-        if stream._closed:
-            require_open(stream, True, "Stream")
+        stream = _as_open_stream(stream)
         check(lib.cuGraphUpload(self._exec, stream._handle))
 
     def update(self, source):
