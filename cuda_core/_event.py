@@ -16,7 +16,6 @@ from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, in_forked_child, warn_cuda
 from cuda_core._utils import (
-    RETYPE_ON_CLOSE,
     as_int_handle,
     check_or_create_options,
     handle_finalizer,
@@ -227,8 +226,7 @@ class Event:
         if self._closed:
             return
         self._closed = True
-        if RETYPE_ON_CLOSE:
-            self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
+        self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
         status = _cuEventDestroy(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -270,7 +268,7 @@ class Event:
         ctx = _context_of(_current_ctx())
         out = ffi.new("CUevent *")
         check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
-        self = _OpenEvent() if cls is Event else open_class(cls, _event_finalizer)()
+        self = _OpenIpcEvent() if cls is Event else open_class(cls, _event_finalizer)()
         self._handle = out[0]
         self._ctx = ctx
         self._flags = _DISABLE_TIMING | _INTERPROCESS
@@ -438,8 +436,30 @@ def _event_from_ipc(descriptor):
 _event_finalizer = handle_finalizer(lambda c_event: _destroy_event(c_event))
 
 
-#: The class of open events (Event and its open twin share one layout).
-_OpenEvent = open_class(Event, _event_finalizer)
+def _open_event_close(self):
+    # close() of _OpenEvent: the event is open (its class says so).
+    self._closed = True
+    self.__class__ = Event  # closed: no finalizer needed (see open_class)
+    status = _cuEventDestroy(self._handle)
+    if status:
+        check(status)
+
+
+def _open_event_sync(self):
+    # sync() of _OpenEvent: no closed check needed.
+    status = _cuEventSynchronize(self._handle)
+    if status:
+        check(status)
+
+
+#: The class of open events that are not IPC-enabled (Event and its open twins
+#: share one layout).  An instance is open: close() makes it an Event.
+_OpenEvent = open_class(Event, _event_finalizer, close=_open_event_close, sync=_open_event_sync)
+#: The class of open IPC-enabled events, a second twin: ``type(e) is
+#: _OpenEvent`` then also says "not IPC" (Stream.record's hot path).
+_OpenIpcEvent = open_class(
+    Event, _event_finalizer, variant="ipc", close=_open_event_close, sync=_open_event_sync
+)
 
 
 def _new_event(cls, options, ctx, bound):
@@ -460,7 +480,10 @@ def _new_event(cls, options, ctx, bound):
     c_event = _cc_event_new(c_ctx, flags)
     if not c_event:
         check(_cc_status())
-    self = _OpenEvent() if cls is Event else open_class(cls, _event_finalizer)()
+    if cls is Event:
+        self = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
+    else:
+        self = open_class(cls, _event_finalizer)()
     self._handle = c_event
     self._ctx = ctx
     self._flags = flags

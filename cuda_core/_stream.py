@@ -28,7 +28,6 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._utils import (
-    RETYPE_ON_CLOSE,
     check_or_create_options,
     handle_finalizer,
     open_class,
@@ -237,8 +236,7 @@ class Stream:
             return
         self._closed = True
         if self._kind == _OWNED:
-            if RETYPE_ON_CLOSE:
-                self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
+            self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
             status = _cuStreamDestroy(self._handle)
             if status:  # hot path: check() only on failure
                 check(status)
@@ -280,12 +278,9 @@ class Stream:
         ValueError
             If both ``event`` and ``options`` are given.
         """
-        if (
-            event.__class__ is _OpenEvent
-            and options is None
-            and event._flags < _INTERPROCESS  # no IPC bit (the highest flag an Event holds)
-            and not (self._closed or event._closed)
-        ):  # the common case (re-recording an open event), checked in one go
+        if event.__class__ is _OpenEvent and options is None and not self._closed:
+            # The common case: re-recording an event (an _OpenEvent is open and
+            # not IPC-enabled), checked in one go.
             status = _cuEventRecord(event._handle, self._handle)
             if status:  # hot path: check() only on failure
                 check(status)

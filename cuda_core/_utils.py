@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import sys
 
 from cuda_core._cuda_ffi import ffi
 
@@ -18,10 +17,6 @@ __all__ = [
     "open_class",
     "require_open",
 ]
-
-#: Whether ``close()`` retypes an object from its open class back to its plain
-#: class (CPython only; see :func:`open_class`).
-RETYPE_ON_CLOSE = sys.implementation.name != "pypy"
 
 
 def check_or_create_options(cls, options, desc, *, keep_none=False):
@@ -90,19 +85,26 @@ def require_open(obj, closed, what):
         raise RuntimeError(f"{what} is closed; it cannot be used after close()")
 
 
-def open_class(cls, finalizer):
+def open_class(cls, finalizer, *, variant="", **open_methods):
     """Return the *open* twin of ``cls``, made once per class and cached on it.
 
     Objects that own a CUDA resource (streams, events, buffers) are created as
     instances of a same-layout subclass of their public class that carries
-    the garbage-collection finalizer ``finalizer`` as ``__del__``.  On CPython
-    (:data:`RETYPE_ON_CLOSE`), ``close()`` assigns the plain class back, so a
-    closed object is collected without a ``__del__`` call, which costs about
-    as much as the rest of a create/close cycle's Python code.  PyPy keeps the
-    class: it registers a finalizer at allocation, so nothing would be saved.
-    The twin's ``_plain`` attribute is ``cls``: ``close()`` does
-    ``self.__class__ = type(self)._plain`` (read through the type: CPython
-    3.12 specializes a class-attribute read on a type, not on an instance).
+    the garbage-collection finalizer ``finalizer`` as ``__del__``.
+    ``close()`` assigns the plain class back (``self.__class__ =
+    type(self)._plain``; read through the type, which CPython 3.12
+    specializes), so a closed object is collected without a ``__del__`` call:
+    on CPython that call costs about as much as the rest of a create/close
+    cycle's Python code, and PyPy, which registers the finalizer when the
+    object is made, skips it too once the class has none.
+
+    So an instance of the twin is open.  ``open_methods`` (name: function)
+    are put on the twin in place of the methods of ``cls`` of the same
+    names: hot-path versions that skip the closed check.  They take the
+    generic method's name and docstring.  Only the library's own classes pass
+    them; the twin of a user subclass keeps the subclass's methods.  A
+    non-empty ``variant`` names a further twin of ``cls``, cached apart (so
+    that the class of an object can also tell a kind apart, e.g. IPC events).
 
     The twin has the same name, qualified name and module as ``cls``, so
     ``type(obj).__name__`` and ``isinstance(obj, cls)`` read as before.  It is
@@ -112,7 +114,8 @@ def open_class(cls, finalizer):
     """
     if "_plain" in cls.__dict__:  # already an open twin
         return cls
-    twin = cls.__dict__.get("_open_twin")
+    cache = "_open_twin" + variant
+    twin = cls.__dict__.get(cache)
     if twin is None:
         namespace = {
             "__slots__": (),
@@ -123,8 +126,13 @@ def open_class(cls, finalizer):
             "__qualname__": cls.__qualname__,
             "__doc__": cls.__doc__,
         }
+        for name, fn in open_methods.items():
+            fn.__name__ = name
+            fn.__qualname__ = f"{cls.__qualname__}.{name}"
+            fn.__doc__ = getattr(cls, name).__doc__
+            namespace[name] = fn
         twin = type(cls.__name__, (cls,), namespace)
-        type.__setattr__(cls, "_open_twin", twin)
+        type.__setattr__(cls, cache, twin)
     return twin
 
 

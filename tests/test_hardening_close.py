@@ -512,3 +512,34 @@ def test_open_class_twin_carries_the_finalizer_until_retyped():
     del closed
     gc.collect()
     assert calls == [False]  # the plain class has no finalizer
+
+
+def test_open_class_methods_and_variants():
+    from cuda_core._utils import open_class
+
+    class Thing:
+        __slots__ = ("closed", "__weakref__")
+
+        def close(self):
+            """Close the thing."""
+            return "generic"
+
+    def fast_close(self):
+        return "open"
+
+    def finalizer(self):
+        pass
+
+    twin = open_class(Thing, finalizer, close=fast_close)
+    other = open_class(Thing, finalizer, variant="other", close=fast_close)
+    assert other is not twin and open_class(Thing, finalizer, variant="other") is other
+    assert open_class(Thing, finalizer) is twin  # cached apart from the variant
+    for cls in (twin, other):
+        assert cls._plain is Thing and issubclass(cls, Thing)
+        obj = cls()
+        assert obj.close() == "open"  # the open twin's method
+        obj.__class__ = Thing
+        assert obj.close() == "generic"  # back to the plain class's method
+    assert twin.close.__name__ == "close"
+    assert twin.close.__qualname__ == Thing.close.__qualname__
+    assert twin.close.__doc__ == "Close the thing."

@@ -24,7 +24,7 @@ from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._stream import _OpenStream
 from cuda_core._stream import default_stream as _default_stream
-from cuda_core._utils import RETYPE_ON_CLOSE, open_class, require_open
+from cuda_core._utils import open_class, require_open
 
 __all__ = ["Buffer", "MemoryResource"]
 
@@ -303,31 +303,8 @@ class Buffer:
         TypeError
             If ``stream`` is not a stream.
         """
-        if self._closed:
-            return
-        if stream is None:
-            s = None
-        else:
-            cls = stream.__class__
-            s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
-        self._closed = True
-        if RETYPE_ON_CLOSE:
-            self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
-        c_ptr = self._ptr
-        self._ptr = 0
-        self._size = 0
-        self._mr = None
-        self._extra = None
-        rel = self._release
-        if rel is _InlinePool:  # the common case, inline
-            if s is None:
-                s = self._dstream
-            # _free_order_handle(s), inline (this is the hot path).
-            status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
-            if status:
-                check(status, "Buffer.close")
-        elif rel is not None:
-            rel.run(s)
+        if not self._closed:  # an open instance of a subclass's open twin
+            _close_open_buffer(self, stream)
 
     def set_deallocation_stream(self, stream):
         """Change the stream that will order this buffer's deallocation.
@@ -666,8 +643,35 @@ def _open_buffer_class(cls):
     return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)
 
 
-#: The class of open Buffers (Buffer and its open twin share one layout).
-_OpenBuffer = open_class(Buffer, _buffer_finalizer)
+def _close_open_buffer(self, stream=None):
+    # close() of an open buffer; _OpenBuffer's close() (its class says it is open).
+    if stream is None:
+        s = None
+    else:
+        cls = stream.__class__
+        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
+    self._closed = True
+    self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
+    c_ptr = self._ptr
+    self._ptr = 0
+    self._size = 0
+    self._mr = None
+    self._extra = None
+    rel = self._release
+    if rel is _InlinePool:  # the common case, inline
+        if s is None:
+            s = self._dstream
+        # _free_order_handle(s), inline (this is the hot path).
+        status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
+        if status:
+            check(status, "Buffer.close")
+    elif rel is not None:
+        rel.run(s)
+
+
+#: The class of open Buffers (Buffer and its open twin share one layout).  An
+#: instance is open: close() makes it a Buffer.
+_OpenBuffer = open_class(Buffer, _buffer_finalizer, close=_close_open_buffer)
 
 
 class _Release:

@@ -275,14 +275,13 @@ class _MemPool(MemoryResource):
             If the pool cannot allocate (e.g. ``CUDA_ERROR_OUT_OF_MEMORY``).
         """
         # The hot path is written out inline: this runs once per allocation.
-        # It takes an open Stream and a positive int; anything else is
-        # checked (and refused or converted) by _checked_args first.
+        # It takes an open Stream (an _OpenStream is open) and a positive int;
+        # anything else is checked (and refused or converted) by _checked_args first.
         c_pool = self._fast
         s = stream
         if (
             c_pool is None
-            or (s.__class__ is not _OpenStream and s.__class__ is not _Stream)
-            or s._closed
+            or (s.__class__ is not _OpenStream and (s.__class__ is not _Stream or s._closed))
             or size.__class__ is not int
             or size <= 0
         ):
