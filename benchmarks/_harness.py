@@ -15,6 +15,7 @@ import gc
 import json
 import os
 import platform
+import statistics
 import time
 
 IMPL = platform.python_implementation()
@@ -59,6 +60,14 @@ def sampler(fn, *, min_time=0.1, warmup=3, before=None, scale=1):
     return sample
 
 
+class Timings(dict):
+    """``{label: time}`` from :func:`interleaved`; ``rounds`` keeps each label's samples."""
+
+    def __init__(self, values, rounds):
+        super().__init__(values)
+        self.rounds = rounds
+
+
 def interleaved(samplers, *, rounds=7, reduce=min):
     """Take ``rounds`` samples from each of ``samplers`` in turn; reduce each one's samples.
 
@@ -66,7 +75,9 @@ def interleaved(samplers, *, rounds=7, reduce=min):
     :func:`sampler`).  The implementations take turns, round by round, in a
     rotating order, rather than each taking all its samples in one block: a
     slow period of a shared machine then hits every implementation alike,
-    and the ratios compare like with like.  Returns ``{label: reduce(samples)}``.
+    and the ratios compare like with like.  Returns a :class:`Timings`,
+    ``{label: reduce(samples)}``, that also keeps the samples (for
+    :func:`paired_ratios`).
     """
     labels = list(samplers)
     samples = {label: [] for label in labels}
@@ -74,7 +85,26 @@ def interleaved(samplers, *, rounds=7, reduce=min):
         k = r % len(labels)
         for label in labels[k:] + labels[:k]:
             samples[label].append(samplers[label]())
-    return {label: reduce(values) for label, values in samples.items()}
+    return Timings({label: reduce(values) for label, values in samples.items()}, samples)
+
+
+def paired_ratios(samples, ours="cuda_core"):
+    """Return ``{peer: median over rounds of ours / peer}`` from per-round samples.
+
+    The two samples of one round were taken within a fraction of a second of
+    each other, so each round's ratio compares like with like even when the
+    machine's speed drifts between rounds; the median discards the rounds
+    that a burst of load hit on one side only.
+    """
+    mine = samples.get(ours)
+    if not mine:
+        return {}
+    out = {}
+    for label, values in samples.items():
+        pairs = [a / b for a, b in zip(mine, values) if b]
+        if label != ours and pairs:
+            out[label] = statistics.median(pairs)
+    return out
 
 
 def optional_import(name):
@@ -86,32 +116,65 @@ def optional_import(name):
     return module
 
 
+def gpu_reason():
+    """Return None when a CUDA GPU is usable through cuda_core, else why not."""
+    from cuda_core._cuda_ffi import ffi, lib
+
+    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
+        return "no CUDA driver: " + ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
+    if lib.cuInit(0):
+        return "cuInit failed: no usable GPU"
+    count = ffi.new("int *")
+    if lib.cuDeviceGetCount(count) or count[0] < 1:
+        return "no CUDA GPU present"
+    return None
+
+
+def nvidia_core(*needed):
+    """Return NVIDIA's ``cuda.core`` (or its 0.x ``cuda.core.experimental``) or None.
+
+    The module must have every attribute named in ``needed`` (default:
+    ``Device``); None where neither is importable in this interpreter.
+    """
+    needed = needed or ("Device",)
+    for name in ("cuda.core", "cuda.core.experimental"):
+        core = optional_import(name)
+        if core is not None and all(hasattr(core, attr) for attr in needed):
+            return core
+    return None
+
+
 def report(benchmark, case, results, *, unit="us"):
     """Print one case's results and ratios; append them to $BENCH_JSON.
 
     ``results`` maps an implementation label ("cuda_core", "cuda.core",
-    "cupy", "C floor", ...) to its time in ``unit``.
+    "cupy", "C floor", ...) to its time in ``unit``.  When it is a
+    :class:`Timings`, the paired ratios (:func:`paired_ratios`) are printed
+    and saved too.
     """
     ours = results.get("cuda_core")
+    rounds = getattr(results, "rounds", None)
+    paired = paired_ratios(rounds) if rounds else {}
     parts = []
     for label, value in results.items():
         text = f"{label}={value:.3f}{unit}"
         if ours is not None and label != "cuda_core" and value:
-            text += f" (ours/{label}={ours / value:.2f})"
+            text += f" (ours/{label}={ours / value:.2f}"
+            if label in paired:
+                text += f", paired {paired[label]:.2f}"
+            text += ")"
         parts.append(text)
     print(f"[{IMPL}] {benchmark} | {case}: " + ", ".join(parts), flush=True)
     path = os.environ.get("BENCH_JSON")
     if path:
+        record = {
+            "interpreter": IMPL,
+            "benchmark": benchmark,
+            "case": case,
+            "unit": unit,
+            "results": dict(results),
+        }
+        if paired:
+            record["paired"] = paired
         with open(path, "a") as f:
-            f.write(
-                json.dumps(
-                    {
-                        "interpreter": IMPL,
-                        "benchmark": benchmark,
-                        "case": case,
-                        "unit": unit,
-                        "results": results,
-                    }
-                )
-                + "\n"
-            )
+            f.write(json.dumps(record) + "\n")

@@ -26,7 +26,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import interleaved, optional_import, report, sampler  # noqa: E402
+from _harness import interleaved, nvidia_core, optional_import, report, sampler  # noqa: E402
 
 BENCH = "compile"
 
@@ -112,10 +112,8 @@ def detect_arch():
 
 def upstream_api():
     """Return NVIDIA cuda.core's (Program, ProgramOptions, caches module) or None."""
-    core = optional_import("cuda.core")
-    if core is None or not hasattr(core, "Program"):
-        core = optional_import("cuda.core.experimental")
-    if core is None or not hasattr(core, "Program"):
+    core = nvidia_core("Program")
+    if core is None:
         return None
     utils = optional_import("cuda.core.utils")
     if utils is not None and not hasattr(utils, "InMemoryProgramCache"):

@@ -24,51 +24,13 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import interleaved, optional_import, report, sampler  # noqa: E402
+from _harness import gpu_reason, interleaved, nvidia_core, optional_import, report, sampler  # noqa: E402
 
 BENCH = "device"
 
 
-def _gpu_reason():
-    """Return None when a GPU is usable, else why not."""
-    from cuda_core._cuda_ffi import ffi, lib
-
-    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
-        return "no CUDA driver: " + ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
-    if lib.cuInit(0):
-        return "cuInit failed: no usable GPU"
-    count = ffi.new("int *")
-    if lib.cuDeviceGetCount(count) or count[0] < 1:
-        return "no CUDA GPU present"
-    return None
-
-
-def _cases_ours():
-    import cuda_core
-
-    dev = cuda_core.Device(0)
-    dev.set_current()
-    stream = dev.create_stream()
-
-    def stream_cycle():
-        dev.create_stream().close()
-
-    def event_cycle():
-        e = dev.create_event()
-        stream.record(e)
-        e.sync()
-        e.close()
-
-    return {
-        "Device(0) lookup": lambda: cuda_core.Device(0),
-        "Device() lookup": lambda: cuda_core.Device(),
-        "set_current": dev.set_current,
-        "stream create+close": stream_cycle,
-        "event create+record+sync+close": event_cycle,
-    }
-
-
-def _cases_cuda_core(core):
+def _cases(core):
+    """The cases for a cuda.core-like module (cuda_core or NVIDIA's)."""
     dev = core.Device(0)
     dev.set_current()
     stream = dev.create_stream()
@@ -137,21 +99,21 @@ def _cases_cupy(cupy):
 
 
 def main():
-    reason = _gpu_reason()
+    reason = gpu_reason()
     if reason is not None:
         print(f"bench_device: skipped ({reason})")
         return 0
-    suites = {"cuda_core": _cases_ours()}
-    core = optional_import("cuda.core")
-    if core is not None and hasattr(core, "Device"):
-        suites["cuda.core"] = _cases_cuda_core(core)
+    import cuda_core
+
+    suites = {"cuda_core": _cases(cuda_core)}
+    core = nvidia_core()
+    if core is not None:
+        suites["cuda.core"] = _cases(core)
     cupy = optional_import("cupy")
     if cupy is not None:
         suites["cupy"] = _cases_cupy(cupy)
     floors = _cases_floor()
     # cuda.core and CuPy may change the current context; restore ours per case.
-    import cuda_core
-
     ours_current = cuda_core.Device(0).set_current
     for case in suites["cuda_core"]:
         samplers = {}

@@ -28,25 +28,11 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import IMPL, interleaved, optional_import, report, sampler  # noqa: E402
+from _harness import IMPL, gpu_reason, interleaved, nvidia_core, report, sampler  # noqa: E402
 
 BENCH = "graph"
 KERNELS = 100
 SRC = 'extern "C" __global__ void empty_kernel() {}'
-
-
-def _gpu_reason():
-    """Return None when a GPU is usable, else why not."""
-    from cuda_core._cuda_ffi import ffi, lib
-
-    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
-        return "no CUDA driver: " + ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
-    if lib.cuInit(0):
-        return "cuInit failed: no usable GPU"
-    count = ffi.new("int *")
-    if lib.cuDeviceGetCount(count) or count[0] < 1:
-        return "no CUDA GPU present"
-    return None
 
 
 def _setup(core):
@@ -78,15 +64,8 @@ def _setup(core):
     return replay, eager, (graph, gb, kernel, prog)
 
 
-def _cuda_core_module():
-    core = optional_import("cuda.core")
-    if core is not None and hasattr(core, "Device") and hasattr(core, "launch"):
-        return core
-    return optional_import("cuda.core.experimental")
-
-
 def main():
-    reason = _gpu_reason()
+    reason = gpu_reason()
     if reason is not None:
         print(f"[{IMPL}] {BENCH}: skipped ({reason})")
         return 0
@@ -94,7 +73,7 @@ def main():
 
     ours = _setup(cuda_core)
     theirs = None
-    core = _cuda_core_module()
+    core = nvidia_core("Device", "launch")
     if core is not None:
         try:
             theirs = _setup(core)

@@ -46,7 +46,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import IMPL, interleaved, optional_import, report  # noqa: E402
+from _harness import IMPL, Timings, interleaved, nvidia_core, optional_import, report  # noqa: E402
 
 BATCH = 256
 WARMUP_BATCHES = 12  # also lets PyPy's JIT compile the launch loop
@@ -250,9 +250,7 @@ def main():
     ]
 
     peers = {}
-    cc = optional_import("cuda.core")
-    if cc is not None and not hasattr(cc, "launch"):
-        cc = optional_import("cuda.core.experimental")
+    cc = nvidia_core("launch")
     if cc is not None:
         try:
             cc_dev = cc.Device(0)
@@ -353,12 +351,17 @@ def main():
 
             samplers[label] = launch_sampler(floor, stream.sync, ours_current)
         timed = time_launches(samplers)
-        results = {k: v for k, v in timed.items() if not k.startswith("written ")}
-        spelled = {k[len("written ") :]: v for k, v in timed.items() if k.startswith("written ")}
+        plain = [k for k in timed if not k.startswith("written ")]
+        written = [k for k in timed if k.startswith("written ")]
+        results = Timings({k: timed[k] for k in plain}, {k: timed.rounds[k] for k in plain})
         report("bench_launch", case, results)
-        if spelled:
-            for label in ("C floor", "C floor Ex", "C floor CUfunction"):
-                spelled[label] = results[label]  # the same C loop: no call site
+        if written:
+            # The C loops have no call site to write out: the same timings.
+            keys = written + ["C floor", "C floor Ex", "C floor CUfunction"]
+            spelled = Timings(
+                {k.replace("written ", "", 1): timed[k] for k in keys},
+                {k.replace("written ", "", 1): timed.rounds[k] for k in keys},
+            )
             report("bench_launch", case + ", arguments written out", spelled)
         if breakdown:
             _breakdown(case, stream, config, kernel, args, results["cuda_core"])

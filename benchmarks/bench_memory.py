@@ -25,24 +25,10 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import interleaved, optional_import, report, sampler  # noqa: E402
+from _harness import gpu_reason, interleaved, nvidia_core, optional_import, report, sampler  # noqa: E402
 
 BENCH = "memory"
 COPY_SIZE = 256 << 20
-
-
-def _gpu_reason():
-    """Return None when a GPU is usable, else why not."""
-    from cuda_core._cuda_ffi import ffi, lib
-
-    if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
-        return "no CUDA driver: " + ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
-    if lib.cuInit(0):
-        return "cuInit failed: no usable GPU"
-    count = ffi.new("int *")
-    if lib.cuDeviceGetCount(count) or count[0] < 1:
-        return "no CUDA GPU present"
-    return None
 
 
 def _suite(core, legacy_pinned):
@@ -108,25 +94,15 @@ def _cupy_suite(cupy):
     }, (stream, pool, host, dmem)
 
 
-def _nvidia_core():
-    core = optional_import("cuda.core")
-    if core is not None and hasattr(core, "Device"):
-        return core
-    core = optional_import("cuda.core.experimental")
-    if core is not None and hasattr(core, "Device"):
-        return core
-    return None
-
-
 def main():
-    reason = _gpu_reason()
+    reason = gpu_reason()
     if reason is not None:
         print(f"bench_memory: skipped ({reason})")
         return 0
     import cuda_core
 
     suites = {"cuda_core": _suite(cuda_core, cuda_core.LegacyPinnedMemoryResource)}
-    core = _nvidia_core()
+    core = nvidia_core()
     if core is not None:
         try:
             suites["cuda.core"] = _suite(core, core.LegacyPinnedMemoryResource)

@@ -70,8 +70,10 @@ def combine(rows):
     for rec in rows:
         key = (rec["benchmark"], rec["case"])
         entry = table.setdefault(
-            key, {"unit": rec.get("unit", "us"), "ours": {}, "peers": {}, "local": {}}
+            key, {"unit": rec.get("unit", "us"), "ours": {}, "peers": {}, "local": {}, "paired": {}}
         )
+        for impl, ratio in rec.get("paired", {}).items():
+            entry["paired"][(rec["interpreter"], impl)] = ratio
         for impl, value in rec["results"].items():
             if impl == "cuda_core":
                 entry["ours"][rec["interpreter"]] = value
@@ -106,6 +108,10 @@ def to_markdown(table, interps):
         cells += [f"{e['peers'][p]:.3f}" if p in e["peers"] else "–" for p in peers]
         for lb in labels:
             for p in ratio_peers:
+                paired = e["paired"].get((lb, p))
+                if paired is not None:  # measured in one process: the paired ratio
+                    cells.append(f"{paired:.2f}")
+                    continue
                 o = e["ours"].get(lb)
                 v = e["local"].get((lb, p), e["peers"].get(p))
                 cells.append(f"{o / v:.2f}" if o and v else "–")
@@ -124,12 +130,16 @@ def plot(table, interps, path):
         return None
     names, series = [], {}
     for (bench, case), e in sorted(table.items()):
-        ref = e["peers"].get("cuda.core") or e["peers"].get("C floor")
+        peer = "cuda.core" if e["peers"].get("cuda.core") else "C floor"
+        ref = e["peers"].get(peer)
         if not ref:
             continue
         names.append(f"{bench}\n{case}")
         for label, _, _ in interps:
-            series.setdefault(label, []).append(e["ours"].get(label, 0) / ref)
+            ratio = e["paired"].get((label, peer))
+            if ratio is None:
+                ratio = e["ours"].get(label, 0) / ref
+            series.setdefault(label, []).append(ratio)
     if not names:
         return None
     fig, ax = plt.subplots(figsize=(max(8, len(names) * 0.9), 5))
@@ -181,7 +191,11 @@ def main(argv=None):
             "each interpreter and through the peers (NVIDIA cuda.core and CuPy on CPython; "
             "'C floor' is the same driver call made from a C loop) in the same session. "
             "For times (us, ms) lower is better and a ratio below 1.0 means cuda_core is "
-            "faster; for bandwidths (GB/s) higher is better.\n\n" + md + "\n"
+            "faster; for bandwidths (GB/s) higher is better. Where cuda_core and the peer "
+            "ran in one process (CPython with cuda.core and CuPy, either interpreter with "
+            "the C floor), the ratio is the median over the timing rounds of the two "
+            "samples taken back to back in each round, which a drifting machine speed "
+            "does not skew; otherwise it is the quotient of the times shown.\n\n" + md + "\n"
         )
     png = plot(table, interps, os.path.splitext(args.out)[0] + ".png")
     print(md)

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The benchmark harness's statistics and report (no GPU needed)."""
+
+import os
+import sys
+
+import pytest
+
+BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+
+
+@pytest.fixture(scope="module")
+def harness():
+    sys.path.insert(0, BENCH_DIR)
+    try:
+        import _harness
+        import run_all
+
+        yield _harness, run_all
+    finally:
+        sys.path.remove(BENCH_DIR)
+
+
+def test_interleaved_keeps_every_round(harness):
+    h, _ = harness
+    values = {"cuda_core": iter([3.0, 1.0, 2.0]), "peer": iter([6.0, 2.0, 1.0])}
+    timings = h.interleaved({k: (lambda it=it: next(it)) for k, it in values.items()}, rounds=3)
+    assert dict(timings) == {"cuda_core": 1.0, "peer": 1.0}  # min of each
+    assert timings.rounds == {"cuda_core": [3.0, 1.0, 2.0], "peer": [6.0, 2.0, 1.0]}
+
+
+def test_paired_ratio_is_the_median_of_per_round_ratios(harness):
+    h, _ = harness
+    rounds = {"cuda_core": [1.0, 2.0, 4.0, 1.0], "peer": [2.0, 2.0, 2.0, 0.0], "other": [1.0]}
+    ratios = h.paired_ratios(rounds)
+    # Rounds with a zero peer sample are left out; zip stops at the shorter list.
+    assert ratios == {"peer": 1.0, "other": 1.0}
+    assert h.paired_ratios({"peer": [1.0]}) == {}
+
+
+def test_report_saves_paired_ratios_and_run_all_prefers_them(harness, tmp_path, monkeypatch):
+    h, run_all = harness
+    path = tmp_path / "results.jsonl"
+    monkeypatch.setenv("BENCH_JSON", str(path))
+    # A drifting machine: the minimums alone would say 0.5; every round says 1.0.
+    timings = h.Timings(
+        {"cuda_core": 1.0, "cuda.core": 2.0},
+        {"cuda_core": [1.0, 4.0, 4.0], "cuda.core": [1.0, 4.0, 2.0]},
+    )
+    h.report("device", "case", timings)
+    h.report("device", "plain", {"cuda_core": 3.0, "cuda.core": 2.0})
+    import json
+
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rows[0]["paired"] == {"cuda.core": 1.0}
+    assert "paired" not in rows[1]
+    for row in rows:
+        row["interpreter"] = "CPython"
+    md = run_all.to_markdown(run_all.combine(rows), [("CPython", "", "")])
+    lines = {line.split(" | ")[1]: line for line in md.splitlines()[2:]}
+    assert lines["case"].endswith("| 1.00 |")  # the paired ratio
+    assert lines["plain"].endswith("| 1.50 |")  # no rounds: the quotient of the times
