@@ -153,7 +153,8 @@ class Stream:
 
     @classmethod
     def _new(cls, c_stream, kind, owner=None, ctx=None):
-        self = object.__new__(cls)
+        # Never an instance of the open twin: that class means "owned and open".
+        self = object.__new__(cls.__dict__.get("_plain", cls))
         self._handle = c_stream
         self._h = int(ffi.cast(_UINTPTR, c_stream))
         self._kind = kind
@@ -681,8 +682,27 @@ def _new_default_stream(ctx):
 _stream_finalizer = handle_finalizer(lambda c_stream: _destroy_stream(c_stream))
 
 
-#: The class of open owned streams (Stream and its open twin share one layout).
-_OpenStream = open_class(Stream, _stream_finalizer)
+def _open_stream_close(self):
+    # close() of _OpenStream: the stream is owned and open (its class says so).
+    self._closed = True
+    self.__class__ = Stream  # closed: no finalizer needed (see open_class)
+    status = _cuStreamDestroy(self._handle)
+    if status:
+        check(status)
+
+
+def _open_stream_sync(self):
+    # sync() of _OpenStream: no closed check needed.
+    status = _cuStreamSynchronize(self._handle)
+    if status:
+        check(status)
+
+
+#: The class of open owned streams (Stream and its open twin share one
+#: layout).  An instance is open: close() makes it a Stream.
+_OpenStream = open_class(
+    Stream, _stream_finalizer, close=_open_stream_close, sync=_open_stream_sync
+)
 
 
 def _wait_on_stream(c_waiter, c_other, c_ctx):
