@@ -20,6 +20,7 @@ from cuda_core._utils import (
     check_or_create_options,
     handle_finalizer,
     open_class,
+    open_handle_methods,
     require_open,
 )
 
@@ -436,30 +437,14 @@ def _event_from_ipc(descriptor):
 _event_finalizer = handle_finalizer(lambda c_event: _destroy_event(c_event))
 
 
-def _open_event_close(self):
-    # close() of _OpenEvent: the event is open (its class says so).
-    self._closed = True
-    self.__class__ = Event  # closed: no finalizer needed (see open_class)
-    status = _cuEventDestroy(self._handle)
-    if status:
-        check(status)
-
-
-def _open_event_sync(self):
-    # sync() of _OpenEvent: no closed check needed.
-    status = _cuEventSynchronize(self._handle)
-    if status:
-        check(status)
-
-
+#: close() and sync() of the open twins: no closed check (see open_class).
+_OPEN_EVENT_METHODS = open_handle_methods(Event, _cuEventDestroy, _cuEventSynchronize)
 #: The class of open events that are not IPC-enabled (Event and its open twins
 #: share one layout).  An instance is open: close() makes it an Event.
-_OpenEvent = open_class(Event, _event_finalizer, close=_open_event_close, sync=_open_event_sync)
+_OpenEvent = open_class(Event, _event_finalizer, **_OPEN_EVENT_METHODS)
 #: The class of open IPC-enabled events, a second twin: ``type(e) is
 #: _OpenEvent`` then also says "not IPC" (Stream.record's hot path).
-_OpenIpcEvent = open_class(
-    Event, _event_finalizer, variant="ipc", close=_open_event_close, sync=_open_event_sync
-)
+_OpenIpcEvent = open_class(Event, _event_finalizer, variant="ipc", **_OPEN_EVENT_METHODS)
 
 
 def _new_event(cls, options, ctx, bound):

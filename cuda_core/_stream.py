@@ -31,6 +31,7 @@ from cuda_core._utils import (
     check_or_create_options,
     handle_finalizer,
     open_class,
+    open_handle_methods,
     require_open,
 )
 
@@ -682,26 +683,11 @@ def _new_default_stream(ctx):
 _stream_finalizer = handle_finalizer(lambda c_stream: _destroy_stream(c_stream))
 
 
-def _open_stream_close(self):
-    # close() of _OpenStream: the stream is owned and open (its class says so).
-    self._closed = True
-    self.__class__ = Stream  # closed: no finalizer needed (see open_class)
-    status = _cuStreamDestroy(self._handle)
-    if status:
-        check(status)
-
-
-def _open_stream_sync(self):
-    # sync() of _OpenStream: no closed check needed.
-    status = _cuStreamSynchronize(self._handle)
-    if status:
-        check(status)
-
-
 #: The class of open owned streams (Stream and its open twin share one
-#: layout).  An instance is open: close() makes it a Stream.
+#: layout).  An instance is open: close() makes it a Stream; its close() and
+#: sync() skip the closed check (see open_class).
 _OpenStream = open_class(
-    Stream, _stream_finalizer, close=_open_stream_close, sync=_open_stream_sync
+    Stream, _stream_finalizer, **open_handle_methods(Stream, _cuStreamDestroy, _cuStreamSynchronize)
 )
 
 

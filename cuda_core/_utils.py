@@ -7,6 +7,7 @@ import dataclasses
 import operator
 
 from cuda_core._cuda_ffi import ffi
+from cuda_core._errors import check
 
 __all__ = [
     "as_int_handle",
@@ -15,6 +16,7 @@ __all__ = [
     "handle_finalizer",
     "index_or_none",
     "open_class",
+    "open_handle_methods",
     "require_open",
 ]
 
@@ -134,6 +136,32 @@ def open_class(cls, finalizer, *, variant="", **open_methods):
         twin = type(cls.__name__, (cls,), namespace)
         type.__setattr__(cls, cache, twin)
     return twin
+
+
+def open_handle_methods(plain, destroy, wait):
+    """Return ``close`` and ``sync`` for the open twin of a one-handle class.
+
+    For :func:`open_class`.  The object holds its driver handle in
+    ``_handle``.  ``close()`` marks it closed, gives it back the class
+    ``plain`` and calls ``destroy(handle)``; ``sync()`` calls
+    ``wait(handle)``.  Neither checks for a closed object: an instance of
+    the open twin is open.  Failures raise through
+    :func:`~cuda_core._errors.check`.
+    """
+
+    def close(self):
+        self._closed = True
+        self.__class__ = plain  # closed: no finalizer needed
+        status = destroy(self._handle)
+        if status:
+            check(status)
+
+    def sync(self):
+        status = wait(self._handle)
+        if status:
+            check(status)
+
+    return {"close": close, "sync": sync}
 
 
 def handle_finalizer(destroy):

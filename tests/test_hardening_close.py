@@ -543,3 +543,43 @@ def test_open_class_methods_and_variants():
     assert twin.close.__name__ == "close"
     assert twin.close.__qualname__ == Thing.close.__qualname__
     assert twin.close.__doc__ == "Close the thing."
+
+
+def test_open_handle_methods_close_retypes_and_check_failures():
+    from cuda_core import CUDAError
+    from cuda_core._cuda_ffi import lib
+    from cuda_core._utils import open_class, open_handle_methods
+
+    calls = []
+
+    class Thing:
+        __slots__ = ("_handle", "_closed", "__weakref__")
+
+        def close(self):
+            """Close."""
+
+        def sync(self):
+            """Wait."""
+
+    def destroy(handle):
+        calls.append(("destroy", handle))
+        return 0 if handle == 1 else lib.CUDA_ERROR_INVALID_HANDLE
+
+    def wait(handle):
+        calls.append(("wait", handle))
+        return 0 if handle == 1 else lib.CUDA_ERROR_INVALID_HANDLE
+
+    twin = open_class(Thing, lambda self: None, **open_handle_methods(Thing, destroy, wait))
+    good, bad = twin(), twin()
+    good._handle, bad._handle = 1, 2
+    good._closed = bad._closed = False
+    good.sync()
+    good.close()
+    assert type(good) is Thing and good._closed
+    with pytest.raises(CUDAError, match="CUDA_ERROR_INVALID_HANDLE"):
+        bad.sync()
+    with pytest.raises(CUDAError, match="CUDA_ERROR_INVALID_HANDLE"):
+        bad.close()
+    assert type(bad) is Thing and bad._closed  # closed even though destroying failed
+    assert calls == [("wait", 1), ("destroy", 1), ("wait", 2), ("destroy", 2)]
+    assert twin.close.__doc__ == "Close." and twin.sync.__name__ == "sync"
