@@ -1296,7 +1296,7 @@ int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_
                      uint64_t flags);
 void *cc_dlpack_take(long long token, int *versioned);
 void cc_dlpack_release(void *tensor, int versioned);
-CUdeviceptr cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream);
+intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream);
 CUresult cc_pool_alloc_status(void);
 """
 )
@@ -1473,10 +1473,14 @@ void cc_dlpack_release(void *tensor, int versioned) {
 }
 
 /* Stream-ordered pool allocation in one call: refuses a capturing stream.
-   Returns the pointer, or 0 with the status kept for cc_pool_alloc_status. */
+   Returns the pointer, or 0 with the status kept for cc_pool_alloc_status.
+   The address is returned as a signed word (like cc_last_handle's): PyPy
+   turns a signed 64-bit result into a machine-word int, but an unsigned one
+   into a big-integer object that is slower everywhere the address is used
+   next.  Device addresses are user-space addresses, below 2**63. */
 static __thread CUresult cc_pool_status;
 
-CUdeviceptr cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream) {
+intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream) {
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     CUdeviceptr p = 0;
     CUresult r = cuStreamIsCapturing(stream, &cs);
@@ -1484,7 +1488,7 @@ CUdeviceptr cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream) {
     if (r == CUDA_SUCCESS) r = cuMemAllocFromPoolAsync(&p, size, pool, stream);
     if (r != CUDA_SUCCESS) p = 0;
     cc_pool_status = r;
-    return p;
+    return (intptr_t)p;
 }
 
 CUresult cc_pool_alloc_status(void) { return cc_pool_status; }
@@ -1517,7 +1521,7 @@ CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out);
 CUevent cc_event_new(CUcontext ctx, unsigned int flags);
 CUevent cc_event_new_untimed(CUcontext ctx);
 CUstream cc_stream_new(CUcontext ctx);
-uintptr_t cc_last_handle(void);
+intptr_t cc_last_handle(void);
 CUresult cc_status(void);
 int cc_current_device(void);
 CUresult cc_bench_event_loop(CUstream stream, unsigned int count);
@@ -1593,8 +1597,9 @@ CUevent cc_event_new_untimed(CUcontext ctx) {
    time, as the priority range belongs to the device).  Returns NULL on
    failure, with the status kept for cc_status; the handle's integer value is
    kept for cc_last_handle (a cheaper way for Python to get both forms than
-   converting the pointer). */
-static __thread uintptr_t cc_last_handle_value;
+   converting the pointer), as a signed word for the reason given at
+   cc_pool_alloc. */
+static __thread intptr_t cc_last_handle_value;
 
 CUstream cc_stream_new(CUcontext ctx) {
     int pushed, least = 0, greatest = 0;
@@ -1611,12 +1616,12 @@ CUstream cc_stream_new(CUcontext ctx) {
     }
     if (r != CUDA_SUCCESS) s = NULL;
     cc_last_status = r;
-    cc_last_handle_value = (uintptr_t)s;
+    cc_last_handle_value = (intptr_t)s;
     return s;
 }
 
 /* The integer value of the calling thread's last cc_stream_new result. */
-uintptr_t cc_last_handle(void) { return cc_last_handle_value; }
+intptr_t cc_last_handle(void) { return cc_last_handle_value; }
 
 /* The status of the calling thread's last cc_event_new, cc_event_new_untimed
    or cc_stream_new. */

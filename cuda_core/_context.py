@@ -137,10 +137,10 @@ class _Buffers:
 
     def __init__(self):
         self.ctx = ffi.new("CUcontext *")
-        self.ctx_int = ffi.cast("uintptr_t *", self.ctx)
+        self.ctx_int = ffi.cast("intptr_t *", self.ctx)
         self.dev = ffi.new("CUdevice *")
         self.stream = ffi.new("CUstream *")
-        self.stream_int = ffi.cast("uintptr_t *", self.stream)
+        self.stream_int = ffi.cast("intptr_t *", self.stream)
         self.i32 = ffi.new("int *")
         self.f32 = ffi.new("float *")
 

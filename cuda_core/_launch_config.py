@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError
-from cuda_core._utils import index_or_none
+from cuda_core._utils import as_int_handle, index_or_none
 
 __all__ = ["LaunchConfig"]
 
@@ -197,7 +197,7 @@ class LaunchConfig:
             n += 1
         cfg.numAttrs = n
         special = self._cluster is not None or self._is_cooperative
-        native = (cfg, int(ffi.cast("uintptr_t", cfg)), special)
+        native = (cfg, as_int_handle(cfg), special)
         self._native = native
         self._fast = None if special else native[1]
         return native

@@ -68,6 +68,7 @@ from cuda_core._errors import check
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _check_device_support, _coerce_config
 from cuda_core._stream import Stream, _as_stream, _OpenStream
+from cuda_core._utils import as_int_handle
 
 __all__ = ["launch"]
 
@@ -601,7 +602,7 @@ def _build_plan(kernel, args, full_key):
         layout.offsets[i] = placed[0][3]
     layout.bufsize = _parameter_buffer_size(info, arg_items, size - _HEADER_SIZE)
     plan.layout = layout
-    plan.layout_addr = int(ffi.cast("uintptr_t", layout))
+    plan.layout_addr = as_int_handle(layout)
     plan._keep = layout_buf
 
     namespace = {

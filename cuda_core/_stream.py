@@ -28,6 +28,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._utils import (
+    as_int_handle,
     check_or_create_options,
     handle_finalizer,
     open_class,
@@ -51,7 +52,6 @@ _ENV_PER_THREAD = "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM"
 # device ordinal -> (least priority, greatest priority); device-wide facts.
 _PRIORITY_RANGES = {}
 _LEAST_PRIORITY = {}  # device ordinal -> default (lowest) priority
-_UINTPTR = ffi.typeof("uintptr_t")
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_stream_create = lib.cc_stream_create
 _cc_stream_new = lib.cc_stream_new
@@ -157,7 +157,7 @@ class Stream:
         # Never an instance of the open twin: that class means "owned and open".
         self = object.__new__(cls.__dict__.get("_plain", cls))
         self._handle = c_stream
-        self._h = int(ffi.cast(_UINTPTR, c_stream))
+        self._h = as_int_handle(c_stream)
         self._kind = kind
         self._owner = owner
         self._ctx = ctx

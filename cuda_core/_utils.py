@@ -76,9 +76,23 @@ def check_nonnegative_int(value, what):
     return value
 
 
-def as_int_handle(cdata):
-    """Return the address held by a cffi pointer/handle as a Python int."""
-    return int(ffi.cast("uintptr_t", cdata))
+#: 2**64: added to an address read back as a negative ``intptr_t``.
+_WORD_SPAN = 1 << 64
+
+
+def as_int_handle(value):
+    """Return the address held by a cffi pointer/handle as a Python int.
+
+    ``value`` may also be an int in ``[0, 2**64)`` that came from the driver
+    (a ``CUdeviceptr`` output, say).  The address is read as ``intptr_t``:
+    PyPy then keeps the int as a machine word, where an unsigned 64-bit read
+    gives a big-integer object that is markedly slower wherever the address
+    is used next (launch arguments, frees, arithmetic on it).  Addresses at
+    or above ``2**63``, which no platform CUDA supports hands out, keep their
+    value.
+    """
+    address = int(ffi.cast("intptr_t", value))
+    return address if address >= 0 else address + _WORD_SPAN
 
 
 def require_open(obj, closed, what):

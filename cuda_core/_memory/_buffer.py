@@ -24,7 +24,7 @@ from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._stream import _OpenStream
 from cuda_core._stream import default_stream as _default_stream
-from cuda_core._utils import open_class, require_open
+from cuda_core._utils import as_int_handle, open_class, require_open
 
 __all__ = ["Buffer", "MemoryResource"]
 
@@ -808,7 +808,7 @@ def _as_address(ptr, what="ptr"):
         return 0
     if ptr.__class__ is not int:
         if isinstance(ptr, ffi.CData):
-            return int(ffi.cast("uintptr_t", ptr))
+            return as_int_handle(ptr)
         if isinstance(ptr, bool):
             raise TypeError(f"{what} must be an int address or a pointer object, not bool")
         try:

@@ -15,6 +15,7 @@ import threading
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, MemoryResource, _as_stream
+from cuda_core._utils import as_int_handle
 
 __all__ = ["GraphMemoryResource"]
 
@@ -185,7 +186,7 @@ class GraphMemoryResource(MemoryResource):
             return Buffer._from_pool(0, 0, self, s)
         out = ffi.new("CUdeviceptr *")
         check(lib.cuMemAllocAsync(out, size, s._handle), f"GraphMemoryResource.allocate({size})")
-        return Buffer._from_pool(int(out[0]), size, self, s)
+        return Buffer._from_pool(as_int_handle(out[0]), size, self, s)
 
     def deallocate(self, ptr, size, *, stream):
         """Free ``ptr`` on ``stream`` (a free node when it is capturing).

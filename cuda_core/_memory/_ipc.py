@@ -26,7 +26,7 @@ import weakref
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, _as_stream, _default_stream
-from cuda_core._utils import require_open
+from cuda_core._utils import as_int_handle, require_open
 
 __all__ = ["IPCAllocationHandle", "IPCBufferDescriptor"]
 
@@ -301,7 +301,7 @@ def buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream):
         raise TypeError(f"{cls!r} is not a Buffer class")
     # The mapped pool is owned: it counts the imported buffer as outstanding.
     pool = getattr(mr, "_state", None)
-    return cls._from_pool(int(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool)
+    return cls._from_pool(as_int_handle(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool)
 
 
 def deep_reduce_mempool(mr, *args):

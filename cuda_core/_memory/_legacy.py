@@ -146,7 +146,7 @@ class _SynchronousMemoryResource(MemoryResource):
             return Buffer._init(0, 0, self, stream=s)
         out = ffi.new("CUdeviceptr *")
         check(lib.cuMemAlloc(out, size), f"cuMemAlloc({size})")
-        return Buffer._init(int(out[0]), size, self, stream=s)
+        return Buffer._init(as_int_handle(out[0]), size, self, stream=s)
 
     def deallocate(self, ptr, size, stream=None):
         """Synchronize ``stream``, then free ``ptr`` with ``cuMemFree``.

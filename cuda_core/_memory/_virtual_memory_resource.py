@@ -18,7 +18,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check
 from cuda_core._memory._buffer import Buffer, MemoryResource, _as_size, _as_stream
 from cuda_core._memory._legacy import _sync_before_free
-from cuda_core._utils import check_or_create_options, require_open
+from cuda_core._utils import as_int_handle, check_or_create_options, require_open
 
 __all__ = [
     "VirtualMemoryAccessType",
@@ -340,7 +340,7 @@ class VirtualMemoryResource(MemoryResource):
                 lib.cuMemAddressReserve(c_ptr, aligned, align, self.config.addr_hint or 0, 0),
                 "cuMemAddressReserve",
             )
-            ptr = int(c_ptr[0])
+            ptr = as_int_handle(c_ptr[0])
             undo.add(lib.cuMemAddressFree, ptr, aligned)
             self._map_new(undo, prop, ptr, aligned)
             self._set_access(prop, ptr, aligned)
@@ -443,7 +443,7 @@ class VirtualMemoryResource(MemoryResource):
         c_ptr = ffi.new("CUdeviceptr *")
         with _Undo() as undo:
             check(lib.cuMemAddressReserve(c_ptr, new_total, align, 0, 0), "cuMemAddressReserve")
-            new_ptr = int(c_ptr[0])
+            new_ptr = as_int_handle(c_ptr[0])
             undo.add(lib.cuMemAddressFree, new_ptr, new_total)
             c_handle = ffi.new("CUmemGenericAllocationHandle *")
             mappings = []

@@ -336,7 +336,7 @@ class GraphNode:
         deps, n = self._deps()
         check(lib.cuGraphAddMemAllocNode(out, self._gdef._graph, deps, n, params))
         node = AllocNode._make(self._gdef, out[0])
-        node._meta = (int(params.dptr), size, device_id, kind, peers)
+        node._meta = (as_int_handle(params.dptr), size, device_id, kind, peers)
         return node
 
     def deallocate(self, dptr):
@@ -821,7 +821,8 @@ class AllocNode(GraphNode):
             else:
                 kind = GraphMemoryType.DEVICE
             peers = tuple(p.accessDescs[i].location.id for i in range(p.accessDescCount))
-            self._meta = (int(p.dptr), int(p.bytesize), int(props.location.id), kind, peers)
+            address = as_int_handle(p.dptr)
+            self._meta = (address, int(p.bytesize), int(props.location.id), kind, peers)
         return self._meta
 
     @property
@@ -861,7 +862,7 @@ class FreeNode(GraphNode):
         self._check_valid()
         out = ffi.new("CUdeviceptr *")
         check(lib.cuGraphMemFreeNodeGetParams(self._node, out))
-        return int(out[0])
+        return as_int_handle(out[0])
 
 
 class MemsetNode(GraphNode):
