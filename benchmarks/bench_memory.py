@@ -130,6 +130,24 @@ def main():
     current = {"cuda_core": cuda_core.Device(0).set_current}
     if core is not None:
         current["cuda.core"] = core.Device(0).set_current
+
+    def settled(label):
+        # Before each pool sample (untimed): this implementation's context,
+        # then its stream synchronized.  All of them allocate from the
+        # device's one default pool, each on its own stream, so a sample's
+        # cost could depend on which implementation ran just before it;
+        # synchronizing first starts every sample with no frees pending.
+        make_current = current.get(label)
+        stream = suites["cuda_core" if label == "C floor" else label][1][0]
+        sync = getattr(stream, "sync", None) or stream.synchronize
+
+        def before():
+            if make_current is not None:
+                make_current()
+            sync()
+
+        return before
+
     for case, (unit, _fn) in suites["cuda_core"][0].items():
         # Copies take milliseconds: fewer, longer samples.
         timing = {} if unit == "us" else {"min_time": 0.3, "warmup": 2}
@@ -137,9 +155,10 @@ def main():
         for label, (cases, _keep) in suites.items():
             entry = cases.get(case)
             if entry is not None:
-                samplers[label] = sampler(entry[1], before=current.get(label), **timing)
+                before = settled(label) if unit == "us" else current.get(label)
+                samplers[label] = sampler(entry[1], before=before, **timing)
         if case in floors:
-            samplers["C floor"] = sampler(floors[case], before=current["cuda_core"], scale=floor_n)
+            samplers["C floor"] = sampler(floors[case], before=settled("C floor"), scale=floor_n)
         results = interleaved(samplers, rounds=7 if unit == "us" else 5)
         if unit == "GB/s":
             results = {label: COPY_SIZE / (t * 1e-6) / 1e9 for label, t in results.items()}
