@@ -119,7 +119,7 @@ class Context:
 # Private helpers shared by Device, Stream and Event.
 # --------------------------------------------------------------------------
 class _Buffers:
-    """One thread's reusable out-parameters (and integer views of the handle ones).
+    """One thread's reusable out-parameters (and an integer view of the stream one).
 
     Reusing them keeps ``ffi.new`` out of the hot paths; being per thread
     keeps concurrent calls (the GIL is released during them) apart.
@@ -127,7 +127,6 @@ class _Buffers:
 
     __slots__ = (
         "ctx",
-        "ctx_int",
         "dev",
         "stream",
         "stream_int",
@@ -137,7 +136,6 @@ class _Buffers:
 
     def __init__(self):
         self.ctx = ffi.new("CUcontext *")
-        self.ctx_int = ffi.cast("intptr_t *", self.ctx)
         self.dev = ffi.new("CUdevice *")
         self.stream = ffi.new("CUstream *")
         self.stream_int = ffi.cast("intptr_t *", self.stream)
