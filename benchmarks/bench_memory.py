@@ -137,8 +137,10 @@ def main():
         # device's one default pool, each on its own stream, so a sample's
         # cost could depend on which implementation ran just before it;
         # synchronizing first starts every sample with no frees pending.
-        make_current = current.get(label)
-        stream = suites["cuda_core" if label == "C floor" else label][1][0]
+        # The C floor runs on cuda_core's context and stream.
+        owner = "cuda_core" if label == "C floor" else label
+        make_current = current.get(owner)
+        stream = suites[owner][1][0]
         sync = getattr(stream, "sync", None) or stream.synchronize
 
         def before():
