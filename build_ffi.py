@@ -1923,6 +1923,160 @@ int cc_library_path(int which, char *buf, size_t len) {
 """
 
 
+
+# --------------------------------------------------------------------------
+# Textures, surfaces, CUDA arrays and TMA tensor maps (CUDA 12.8 ABI; the
+# tensor-map enums as of 13.0).  Appended to the driver sections in _build.
+# --------------------------------------------------------------------------
+TEXTURE_TYPES = r"""
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+typedef unsigned long long CUtexObject;
+typedef unsigned long long CUsurfObject;
+
+#define CUDA_ARRAY3D_LAYERED 1
+#define CUDA_ARRAY3D_SURFACE_LDST 2
+#define CUDA_ARRAY3D_CUBEMAP 4
+#define CUDA_ARRAY3D_TEXTURE_GATHER 8
+#define CU_TRSF_READ_AS_INTEGER 1
+#define CU_TRSF_NORMALIZED_COORDINATES 2
+#define CU_TRSF_SRGB 16
+#define CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION 32
+#define CU_TRSF_SEAMLESS_CUBEMAP 64
+#define CU_TENSOR_MAP_NUM_QWORDS 16
+"""
+
+TEXTURE_ENUMS = r"""
+typedef enum CUarray_format_enum {
+    CU_AD_FORMAT_UNSIGNED_INT8 = 1, CU_AD_FORMAT_UNSIGNED_INT16 = 2,
+    CU_AD_FORMAT_UNSIGNED_INT32 = 3, CU_AD_FORMAT_SIGNED_INT8 = 8,
+    CU_AD_FORMAT_SIGNED_INT16 = 9, CU_AD_FORMAT_SIGNED_INT32 = 10,
+    CU_AD_FORMAT_HALF = 16, CU_AD_FORMAT_FLOAT = 32
+} CUarray_format;
+typedef enum CUresourcetype_enum {
+    CU_RESOURCE_TYPE_ARRAY = 0, CU_RESOURCE_TYPE_MIPMAPPED_ARRAY = 1,
+    CU_RESOURCE_TYPE_LINEAR = 2, CU_RESOURCE_TYPE_PITCH2D = 3
+} CUresourcetype;
+typedef enum CUaddress_mode_enum {
+    CU_TR_ADDRESS_MODE_WRAP = 0, CU_TR_ADDRESS_MODE_CLAMP = 1,
+    CU_TR_ADDRESS_MODE_MIRROR = 2, CU_TR_ADDRESS_MODE_BORDER = 3
+} CUaddress_mode;
+typedef enum CUfilter_mode_enum {
+    CU_TR_FILTER_MODE_POINT = 0, CU_TR_FILTER_MODE_LINEAR = 1
+} CUfilter_mode;
+typedef enum CUresourceViewFormat_enum {
+    CU_RES_VIEW_FORMAT_NONE = 0
+} CUresourceViewFormat;
+typedef enum CUtensorMapDataType_enum {
+    CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0, CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+    CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2, CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+    CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4, CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ = 10, CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 = 11,
+    CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ = 12
+} CUtensorMapDataType;
+typedef enum CUtensorMapInterleave_enum {
+    CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_INTERLEAVE_16B = 1,
+    CU_TENSOR_MAP_INTERLEAVE_32B = 2
+} CUtensorMapInterleave;
+typedef enum CUtensorMapSwizzle_enum {
+    CU_TENSOR_MAP_SWIZZLE_NONE = 0, CU_TENSOR_MAP_SWIZZLE_32B = 1,
+    CU_TENSOR_MAP_SWIZZLE_64B = 2, CU_TENSOR_MAP_SWIZZLE_128B = 3
+} CUtensorMapSwizzle;
+typedef enum CUtensorMapL2promotion_enum {
+    CU_TENSOR_MAP_L2_PROMOTION_NONE = 0, CU_TENSOR_MAP_L2_PROMOTION_L2_64B = 1,
+    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2, CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
+} CUtensorMapL2promotion;
+typedef enum CUtensorMapFloatOOBfill_enum {
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1
+} CUtensorMapFloatOOBfill;
+typedef enum CUtensorMapIm2ColWideMode_enum {
+    CU_TENSOR_MAP_IM2COL_WIDE_MODE_W = 0, CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128 = 1
+} CUtensorMapIm2ColWideMode;
+"""
+
+# CUtensorMap is declared without its alignas(64) (12.x) / alignas(128)
+# (13.x): cdef cannot spell it; size and layout are what the ABI fixes, and
+# cuda_core aligns every CUtensorMap it hands to the driver itself.
+TEXTURE_STRUCTS = r"""
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    size_t Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
+typedef struct CUDA_RESOURCE_DESC_st {
+    CUresourcetype resType;
+    union {
+        struct { CUarray hArray; } array;
+        struct { CUmipmappedArray hMipmappedArray; } mipmap;
+        struct {
+            CUdeviceptr devPtr;
+            CUarray_format format;
+            unsigned int numChannels;
+            size_t sizeInBytes;
+        } linear;
+        struct {
+            CUdeviceptr devPtr;
+            CUarray_format format;
+            unsigned int numChannels;
+            size_t width;
+            size_t height;
+            size_t pitchInBytes;
+        } pitch2D;
+        struct { int reserved[32]; } reserved;
+    } res;
+    unsigned int flags;
+} CUDA_RESOURCE_DESC;
+typedef struct CUDA_TEXTURE_DESC_st {
+    CUaddress_mode addressMode[3];
+    CUfilter_mode filterMode;
+    unsigned int flags;
+    unsigned int maxAnisotropy;
+    CUfilter_mode mipmapFilterMode;
+    float mipmapLevelBias;
+    float minMipmapLevelClamp;
+    float maxMipmapLevelClamp;
+    float borderColor[4];
+    int reserved[12];
+} CUDA_TEXTURE_DESC;
+typedef struct CUDA_RESOURCE_VIEW_DESC_st {
+    CUresourceViewFormat format;
+    size_t width;
+    size_t height;
+    size_t depth;
+    unsigned int firstMipmapLevel;
+    unsigned int lastMipmapLevel;
+    unsigned int firstLayer;
+    unsigned int lastLayer;
+    unsigned int reserved[16];
+} CUDA_RESOURCE_VIEW_DESC;
+typedef struct CUtensorMap_st {
+    cuuint64_t opaque[16];
+} CUtensorMap;
+"""
+
+TEXTURE_FUNCTIONS = r"""
+CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);
+CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray);
+CUresult cuArrayDestroy(CUarray hArray);
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels);
+CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level);
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
+CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc);
+CUresult cuTexObjectDestroy(CUtexObject texObject);
+CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc);
+CUresult cuSurfObjectDestroy(CUsurfObject surfObject);
+CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill);
+CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill);
+CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, int pixelBoxLowerCornerWidth, int pixelBoxUpperCornerWidth, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill);
+CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress);
+"""
+
 # --------------------------------------------------------------------------
 # Code generation: cdef prototypes + C wrappers calling through pointers.
 # --------------------------------------------------------------------------
@@ -2038,10 +2192,18 @@ def _wrappers(block, lib_index, missing_status, resolver, driver=False):
 def _build():
     ffi = cffi.FFI()
     types = (
-        DRIVER_TYPES + DRIVER_ENUMS + DRIVER_STRUCTS + NVRTC_TYPES + NVJITLINK_TYPES + NVVM_TYPES
+        DRIVER_TYPES
+        + TEXTURE_TYPES
+        + DRIVER_ENUMS
+        + TEXTURE_ENUMS
+        + DRIVER_STRUCTS
+        + TEXTURE_STRUCTS
+        + NVRTC_TYPES
+        + NVJITLINK_TYPES
+        + NVVM_TYPES
     )
     drv_cdef, drv_src = _wrappers(
-        DRIVER_FUNCTIONS, 0, "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver", driver=True
+        DRIVER_FUNCTIONS + TEXTURE_FUNCTIONS, 0, "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver", driver=True
     )
     rtc_cdef, rtc_src = _wrappers(NVRTC_FUNCTIONS, 1, "CC_MISSING_SYMBOL", "cc_resolve_nvrtc")
     jit_cdef, jit_src = _wrappers(
