@@ -35,6 +35,7 @@ from cuda_core._stream import (
     default_stream,
 )
 from cuda_core._utils import require_open
+from cuda_core.texture._factories import TextureFactories
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -58,7 +59,7 @@ class ComputeCapability(NamedTuple):
     minor: int
 
 
-class Device:
+class Device(TextureFactories):
     """A CUDA GPU, and the entry point to streams, events and memory on it.
 
     ``Device(device_id)`` returns the calling thread's singleton object for
