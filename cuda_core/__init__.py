@@ -50,4 +50,5 @@ from cuda_core._stream import (
     Stream,
     StreamOptions,
 )
+from cuda_core._tensor_map import TensorMapDescriptor, TensorMapDescriptorOptions
 from cuda_core._version import __version__

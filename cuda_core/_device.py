@@ -34,6 +34,7 @@ from cuda_core._stream import (
     _new_default_stream,
     default_stream,
 )
+from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import require_open
 from cuda_core.texture._factories import TextureFactories
 
@@ -452,6 +453,9 @@ class Device(TextureFactories):
         non-zero integer, else :data:`~cuda_core.LEGACY_DEFAULT_STREAM`.
         """
         return default_stream()
+
+
+_TENSOR_MAP_DEVICE.append(Device)
 
 
 # --------------------------------------------------------------------------
