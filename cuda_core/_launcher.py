@@ -43,8 +43,9 @@ Python ``int`` an ``intptr_t`` (it is treated as an address); ``float`` a
 scalars their C type; a ``StridedMemoryView`` its pointer; a graph condition
 its 64-bit handle; texture and surface objects their 64-bit handles; a
 ``TensorMapDescriptor`` its 128 bytes by value, 64-byte aligned in the
-parameter buffer (types declare such kinds with ``KERNEL_ARG_MARKER``).  Beyond ``cuda.core``, structures are passed by value:
-a NumPy structured scalar (``numpy.void``) or a ``ctypes.Structure`` /
+parameter buffer (types declare such kinds with ``KERNEL_ARG_MARKER``).
+Beyond ``cuda.core``, structures are passed by value: a NumPy structured
+scalar (``numpy.void``) or a ``ctypes.Structure`` /
 ``ctypes.Union`` instance, checked against (and zero-padded to) the kernel's
 parameter size where the driver reports it.  Anything else raises TypeError.
 
