@@ -1923,7 +1923,6 @@ int cc_library_path(int which, char *buf, size_t len) {
 """
 
 
-
 # --------------------------------------------------------------------------
 # Textures, surfaces, CUDA arrays and TMA tensor maps (CUDA 12.8 ABI; the
 # tensor-map enums as of 13.0).  Appended to the driver sections in _build.
@@ -2203,7 +2202,11 @@ def _build():
         + NVVM_TYPES
     )
     drv_cdef, drv_src = _wrappers(
-        DRIVER_FUNCTIONS + TEXTURE_FUNCTIONS, 0, "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver", driver=True
+        DRIVER_FUNCTIONS + TEXTURE_FUNCTIONS,
+        0,
+        "CUDA_ERROR_NOT_SUPPORTED",
+        "cc_resolve_driver",
+        driver=True,
     )
     rtc_cdef, rtc_src = _wrappers(NVRTC_FUNCTIONS, 1, "CC_MISSING_SYMBOL", "cc_resolve_nvrtc")
     jit_cdef, jit_src = _wrappers(
