@@ -253,8 +253,10 @@ def _normalize_enum(name, value, enum_type):
         return enum_type(value)
     except ValueError:
         valid = ", ".join(repr(m.value) for m in enum_type)
+        kind = enum_type.__name__
+        article = "an" if kind[0] in "AEIOU" else "a"
         raise ValueError(
-            f"{name} must be a {enum_type.__name__} or one of {{{valid}}}, got {value!r}"
+            f"{name} must be {article} {kind} or one of {{{valid}}}, got {value!r}"
         ) from None
 
 
