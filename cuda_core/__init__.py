@@ -26,7 +26,8 @@ from cuda_core._event import Event, EventOptions
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig
 from cuda_core._launcher import launch
-from cuda_core._linker import Linker, LinkerOptions
+from cuda_core._linker import Linker
+from cuda_core._linker_options import LinkerOptions
 from cuda_core._memory import (
     Buffer,
     DeviceMemoryResource,
@@ -43,7 +44,8 @@ from cuda_core._memory import (
     VirtualMemoryResourceOptions,
 )
 from cuda_core._module import ObjectCode
-from cuda_core._program import Program, ProgramOptions
+from cuda_core._program import Program
+from cuda_core._program_options import ProgramOptions
 from cuda_core._stream import (
     LEGACY_DEFAULT_STREAM,
     PER_THREAD_DEFAULT_STREAM,
