@@ -13,6 +13,7 @@ from cuda_core import graph, typing, utils
 
 # --- public classes (one import line per module; keep sorted) ---
 from cuda_core._context import Context
+from cuda_core._default_stream import LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM
 from cuda_core._device import Device
 from cuda_core._errors import (
     CUDAError,
@@ -46,10 +47,6 @@ from cuda_core._memory import (
 from cuda_core._module import ObjectCode
 from cuda_core._program import Program
 from cuda_core._program_options import ProgramOptions
-from cuda_core._stream import (
-    LEGACY_DEFAULT_STREAM,
-    PER_THREAD_DEFAULT_STREAM,
-    Stream,
-    StreamOptions,
-)
+from cuda_core._stream import Stream
+from cuda_core._stream_options import StreamOptions
 from cuda_core._version import __version__
