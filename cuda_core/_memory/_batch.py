@@ -94,9 +94,10 @@ def location_pair(value, *, allow_none=False):
         if value == -1:
             return (_LOC_HOST, 0)
         raise ValueError(f"a location int must be a device ordinal or -1 (host), got {value}")
-    dev_id = getattr(value, "device_id", None)
-    if isinstance(dev_id, int) and hasattr(value, "set_current"):
-        return (_LOC_DEVICE, dev_id)
+    if hasattr(value, "set_current"):  # a Device (other objects have a device_id too)
+        dev_id = getattr(value, "device_id", None)
+        if isinstance(dev_id, int):
+            return (_LOC_DEVICE, dev_id)
     if hasattr(value, "numa_id") and hasattr(value, "is_numa_current"):
         if value.is_numa_current:
             return (_LOC_HOST_NUMA_CURRENT, 0)
