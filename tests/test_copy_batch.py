@@ -263,6 +263,8 @@ def test_batch_error_names_the_failed_copy():
     assert f"src=0x{srcs[2].handle:x}" in str(err) and f"dst=0x{dsts[2].handle:x}" in str(err)
     err = _copy_batch._batch_error(1, _batch.SIZE_MAX, live, srcs, dsts)
     assert "the driver named no copy" in str(err)
+    err = _copy_batch._batch_error(1, 3, None, srcs, dsts)  # no copy was left out
+    assert "copy 3 of 4 failed" in str(err) and f"size={srcs[3].size}" in str(err)
 
 
 # --------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from cuda_core._memory._batch import (
     hex_address,
     location_pair,
     run_starts,
+    u64_array,
 )
 from cuda_core._stream import _as_open_stream
 
@@ -207,8 +208,8 @@ def _discard(bufs, s, what):
     live = [i for i, buf in enumerate(bufs) if buf._size]
     if not live:
         return
-    c_ptrs = ffi.new("CUdeviceptr[]", [bufs[i]._ptr for i in live])
-    c_sizes = ffi.new("size_t[]", [bufs[i]._size for i in live])
+    c_ptrs = u64_array("CUdeviceptr[]", [bufs[i]._ptr for i in live])
+    c_sizes = u64_array("size_t[]", [bufs[i]._size for i in live])
     status = lib.cuMemDiscardBatchAsync(c_ptrs, c_sizes, len(live), 0, s._handle)
     if status:
         check(status, f"cuMemDiscardBatchAsync: {len(live)} ranges{_single(bufs, live)}")
@@ -232,8 +233,8 @@ def _batch_with_locations(fn, name, bufs, locs, s):
         return
     live_locs = [locs[i] for i in live]
     starts = run_starts(live_locs)
-    c_ptrs = ffi.new("CUdeviceptr[]", [bufs[i]._ptr for i in live])
-    c_sizes = ffi.new("size_t[]", [bufs[i]._size for i in live])
+    c_ptrs = u64_array("CUdeviceptr[]", [bufs[i]._ptr for i in live])
+    c_sizes = u64_array("size_t[]", [bufs[i]._size for i in live])
     c_locs = ffi.new("CUmemLocation[]", len(starts))
     for k, start in enumerate(starts):
         c_locs[k].type, c_locs[k].id = live_locs[start]

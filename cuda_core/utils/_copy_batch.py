@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error
-from cuda_core._memory._batch import SIZE_MAX, coerce_buffers, current_driver_version, hex_address
+from cuda_core._memory._batch import (
+    SIZE_MAX,
+    coerce_buffers,
+    current_driver_version,
+    hex_address,
+    u64_array,
+)
 from cuda_core._memory._copy_options import (
     _DEFAULT_OPTIONS,
     _attr_run_starts,
@@ -106,27 +112,27 @@ def copy_batch(stream, srcs, dsts, *, options=None):
             "stream or PER_THREAD_DEFAULT_STREAM"
         )
     _refuse_capture(s)
-    live = []
-    for i in range(n):
-        size = src_bufs[i]._size
-        if dst_bufs[i]._size != size:
-            raise ValueError(
-                f"copy_batch: buffer size mismatch at index {i} (src={size}, "
-                f"dst={dst_bufs[i]._size})"
-            )
-        if size:
-            live.append(i)
+    sizes = [buf._size for buf in src_bufs]
+    dst_sizes = [buf._size for buf in dst_bufs]
+    if sizes != dst_sizes:
+        i = next(i for i in range(n) if sizes[i] != dst_sizes[i])
+        raise ValueError(
+            f"copy_batch: buffer size mismatch at index {i} (src={sizes[i]}, dst={dst_sizes[i]})"
+        )
+    live = [i for i in range(n) if sizes[i]] if 0 in sizes else None
     attrs = None if options is None else _normalize_copy_options(options, n)
     if current_driver_version() >= _BATCH_DRIVER:
-        if live:
-            _copy_native(src_bufs, dst_bufs, live, attrs, s)
+        if live is None:
+            _copy_native(src_bufs, dst_bufs, sizes, None, attrs, s)
+        elif live:
+            _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s)
         return
     if attrs is not None:
         for i, attr in enumerate(attrs):
             _reject_unsupported_during_api_call(
                 attr.src_access_order, _FALLBACK_REQUIREMENT, index=i
             )
-    for i in live:
+    for i in range(n) if live is None else live:
         src, dst = src_bufs[i], dst_bufs[i]
         status = lib.cuMemcpyAsync(dst._ptr, src._ptr, src._size, s._handle)
         if status:
@@ -147,27 +153,25 @@ def _refuse_capture(s):
         )
 
 
-def _copy_native(src_bufs, dst_bufs, live, attrs, s):
-    """One ``cuMemcpyBatchAsync`` call for the non-empty copies ``live``.
+def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
+    """One ``cuMemcpyBatchAsync`` call.
 
-    ``attrs``: one CopyOptions per copy, or None for the defaults.
+    ``sizes``: each copy's size; ``live``: the indices of the non-empty
+    copies, or None when none is empty; ``attrs``: one CopyOptions per
+    copy, or None for the defaults.
     """
-    count = len(live)
-    if count == len(src_bufs):
-        c_dsts = ffi.new("CUdeviceptr[]", [b._ptr for b in dst_bufs])
-        c_srcs = ffi.new("CUdeviceptr[]", [b._ptr for b in src_bufs])
-        c_sizes = ffi.new("size_t[]", [b._size for b in src_bufs])
+    if live is None:
+        count = len(src_bufs)
+        c_dsts = u64_array("CUdeviceptr[]", [buf._ptr for buf in dst_bufs])
+        c_srcs = u64_array("CUdeviceptr[]", [buf._ptr for buf in src_bufs])
+        c_sizes = u64_array("size_t[]", sizes)
         live_attrs = attrs
-    elif attrs is None:
-        live_attrs = None
-        c_dsts = ffi.new("CUdeviceptr[]", [dst_bufs[i]._ptr for i in live])
-        c_srcs = ffi.new("CUdeviceptr[]", [src_bufs[i]._ptr for i in live])
-        c_sizes = ffi.new("size_t[]", [src_bufs[i]._size for i in live])
     else:
-        c_dsts = ffi.new("CUdeviceptr[]", [dst_bufs[i]._ptr for i in live])
-        c_srcs = ffi.new("CUdeviceptr[]", [src_bufs[i]._ptr for i in live])
-        c_sizes = ffi.new("size_t[]", [src_bufs[i]._size for i in live])
-        live_attrs = [attrs[i] for i in live]
+        count = len(live)
+        c_dsts = u64_array("CUdeviceptr[]", [dst_bufs[i]._ptr for i in live])
+        c_srcs = u64_array("CUdeviceptr[]", [src_bufs[i]._ptr for i in live])
+        c_sizes = u64_array("size_t[]", [sizes[i] for i in live])
+        live_attrs = None if attrs is None else [attrs[i] for i in live]
     if live_attrs is None:
         c_attrs, c_idxs, num_attrs = _default_attributes()
     else:
@@ -198,10 +202,13 @@ def _default_attributes():
 
 
 def _batch_error(status, fail, live, src_bufs, dst_bufs):
-    """The CUDAError for a failed batch, naming the failed copy when the driver did."""
+    """The CUDAError for a failed batch, naming the failed copy when the driver did.
+
+    ``live``: the indices of the copies given to the driver (None: all).
+    """
     n = len(src_bufs)
-    if fail < len(live):
-        i = live[fail]
+    if fail < (n if live is None else len(live)):
+        i = fail if live is None else live[fail]
         context = "cuMemcpyBatchAsync: " + _describe_copy(i, n, src_bufs[i], dst_bufs[i])
     else:
         context = f"cuMemcpyBatchAsync: batch of {n} copies failed (the driver named no copy)"
