@@ -165,12 +165,12 @@ def _breakdown(case, stream, config, kernel, args, total):
     * positional: ``launch`` called with the arguments spelled out instead of
       ``*args`` (up to 16 arguments).
     """
-    from cuda_core import _launcher
+    from cuda_core import _arg_plan
     from cuda_core._cuda_ffi import ffi, lib
 
     cfg = config._prepare()[1]
     s_h = stream._h
-    plan, blob = _launcher._packed_arguments(kernel, args, cfg, s_h)
+    plan, blob = _arg_plan._packed_arguments(kernel, args, cfg, s_h)
     c_blob = ffi.new("char[]", blob)
     go = lib.cc_launch_blob
 
@@ -178,8 +178,8 @@ def _breakdown(case, stream, config, kernel, args, total):
         for _ in range(n):
             go(c_blob)
 
-    if _launcher._IS_PYPY:
-        st = _launcher._thread_state(plan.size)
+    if _arg_plan._IS_PYPY:
+        st = _arg_plan._thread_state(plan.size)
         fill = plan.fill
 
         def pack_only(n):

@@ -151,7 +151,7 @@ def test_graph_condition_value_semantics():
     assert a.handle == 7 and int(a) == 7
     assert "0x7" in repr(a)
     # The marker the launcher's marshalling looks for.
-    from cuda_core._launcher import GRAPH_CONDITION_MARKER
+    from cuda_core._arg_types import GRAPH_CONDITION_MARKER
 
     assert getattr(GraphCondition, GRAPH_CONDITION_MARKER) is True
 

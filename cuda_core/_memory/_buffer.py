@@ -17,13 +17,13 @@ import sys
 import warnings
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._memory import _dlpack
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._stream import _OpenStream
-from cuda_core._stream import default_stream as _default_stream
 from cuda_core._utils import as_int_handle, open_class, require_open
 
 __all__ = ["Buffer", "MemoryResource"]

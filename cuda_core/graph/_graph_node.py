@@ -1408,14 +1408,14 @@ def _pack_args(kernel, args):
     Uses the launcher's cached argument plan for this kernel and argument
     types; the packed values are copied into storage owned by the caller.
     """
-    from cuda_core import _launcher
+    from cuda_core import _arg_plan
 
-    if _launcher._IS_PYPY:
-        st = _launcher._thread_state(0)
-        plan, st = _launcher._slow_fill(kernel, st, 0, 0, args)
+    if _arg_plan._IS_PYPY:
+        st = _arg_plan._thread_state(0)
+        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)
         blob = ffi.buffer(st.buf, plan.size)[:]
     else:
-        plan, blob = _launcher._slow_pack(kernel, 0, 0, args)
+        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)
     n = plan.nargs
     storage = ffi.new("char[]", bytes(blob) or b"\0")
     c_params = ffi.new("void *[]", max(n, 1))
