@@ -216,6 +216,15 @@ typedef struct CUgraphEdgeData_st {
     unsigned char reserved[5];
 } CUgraphEdgeData;
 
+/* Batched memory operations: one copy's attributes in cuMemcpyBatchAsync
+   (CUmemcpyAttributes_v1, CUDA 12.8). */
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
+
 /* Textures, surfaces, CUDA arrays and TMA tensor maps (cuda_core.texture,
    cuda_core._tensor_map).
    CUtensorMap is declared without its alignas(64) (12.x) / alignas(128)
