@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuda_core import LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import Buffer, LaunchConfig, Program, ProgramOptions, launch
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core.texture import (
@@ -67,6 +67,18 @@ def to_device(device, stream, host):
     check(lib.cuMemcpyHtoDAsync(buf.handle, ffi.from_buffer(host), host.nbytes, stream._handle))
     stream.sync()
     return buf
+
+
+def to_device_aligned(device, stream, host):
+    """Like :func:`to_device`, at an address meeting the texture alignments."""
+    props = device.properties
+    align = max(props.texture_alignment, props.texture_pitch_alignment)
+    raw = device.allocate(host.nbytes + align, stream=stream)
+    address = -(-raw.handle // align) * align
+    buf = Buffer.from_handle(address, host.nbytes, owner=raw)
+    check(lib.cuMemcpyHtoDAsync(address, ffi.from_buffer(host), host.nbytes, stream._handle))
+    stream.sync()
+    return buf, raw
 
 
 def to_host(buf, shape, dtype, stream):
@@ -400,7 +412,7 @@ def test_texture_keeps_closed_array_alive(kernels, device, stream):
 def test_linear_and_pitch2d_textures(kernels, device, stream):
     n = 256
     host = np.random.default_rng(8).standard_normal(n).astype(np.float32)
-    buf = to_device(device, stream, host)
+    buf, raw = to_device_aligned(device, stream, host)
     tex = device.create_texture_object(
         resource=ResourceDescriptor.from_linear(buf, format="float32", num_channels=1)
     )
@@ -413,6 +425,7 @@ def test_linear_and_pitch2d_textures(kernels, device, stream):
         launch(stream, LaunchConfig(grid=2, block=128), fetch, tex, out, np.int32(n))
     tex.close()
     out.close()
+    raw.close()
 
     w, h = 20, 10
     align = device.properties.texture_pitch_alignment
@@ -420,7 +433,7 @@ def test_linear_and_pitch2d_textures(kernels, device, stream):
     image = np.random.default_rng(9).standard_normal((h, w)).astype(np.float32)
     padded = np.zeros((h, pitch // 4), dtype=np.float32)
     padded[:, :w] = image
-    pbuf = to_device(device, stream, padded)
+    pbuf, raw = to_device_aligned(device, stream, padded)
     res = ResourceDescriptor.from_pitch2d(
         pbuf, format="float32", num_channels=1, width=w, height=h, pitch_bytes=pitch
     )
@@ -429,7 +442,7 @@ def test_linear_and_pitch2d_textures(kernels, device, stream):
     got = sample(kernels, device, stream, tex, ii + 0.5, jj + 0.5)
     np.testing.assert_array_equal(got, image.ravel())
     tex.close()
-    pbuf.close()
+    raw.close()
 
 
 def test_surface_and_texture_creation_errors(device):
