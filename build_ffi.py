@@ -1948,6 +1948,131 @@ NO_ERRNO_SOURCE = r"""
 """
 
 
+# --------------------------------------------------------------------------
+# Green contexts and device resources, checkpoint, OpenGL interop
+# (CUDA 13.0 ABI; the CUDA 13.1 parts -- workqueue resources, the structured
+# SM split -- are named, or declared under private cc_ names, so that the
+# declarations match both a 13.0 and a 13.1+ cuda.h).
+# --------------------------------------------------------------------------
+GREEN_TYPES = r"""
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef struct CUgraphicsResource_st *CUgraphicsResource;
+typedef unsigned int GLuint;
+typedef unsigned int GLenum;
+typedef enum {
+    CU_GREEN_CTX_DEFAULT_STREAM = 0x1
+} CUgreenCtxCreate_flags;
+typedef enum {
+    CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+    CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2
+} CUdevSmResourceSplit_flags;
+typedef enum {
+    CU_DEV_RESOURCE_TYPE_INVALID = 0,
+    CU_DEV_RESOURCE_TYPE_SM = 1,
+    CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG = 1000,
+    CU_DEV_RESOURCE_TYPE_WORKQUEUE = 10000
+} CUdevResourceType;
+typedef enum {
+    CU_DEV_SM_RESOURCE_GROUP_DEFAULT = 0,
+    CU_DEV_SM_RESOURCE_GROUP_BACKFILL = 0x1
+} CUdevSmResourceGroup_flags;
+typedef enum {
+    CU_WORKQUEUE_SCOPE_DEVICE_CTX = 0,
+    CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED = 1
+} CUdevWorkqueueConfigScope;
+/* CUdevSmResource (13.0: the first three fields; 13.1 adds flags). */
+typedef struct {
+    unsigned int smCount;
+    unsigned int minSmPartitionSize;
+    unsigned int smCoscheduledAlignment;
+    unsigned int flags;
+} cc_dev_sm_resource;
+/* CUdevWorkqueueConfigResource (13.1), overlaying the union of CUdevResource. */
+typedef struct {
+    CUdevice device;
+    unsigned int wqConcurrencyLimit;
+    CUdevWorkqueueConfigScope sharingScope;
+} cc_dev_wq_config_resource;
+/* 144 bytes: 13.0 ends in a 48-byte union, 13.1 in a 40-byte union and the
+   nextResource pointer. */
+typedef struct CUdevResource_st {
+    CUdevResourceType type;
+    unsigned char _internal_padding[92];
+    union {
+        cc_dev_sm_resource sm;
+        unsigned char _oversize[48];
+    };
+} CUdevResource;
+typedef struct CU_DEV_SM_RESOURCE_GROUP_PARAMS_st {
+    unsigned int smCount;
+    unsigned int coscheduledSmCount;
+    unsigned int preferredCoscheduledSmCount;
+    unsigned int flags;
+    unsigned int reserved[12];
+} CU_DEV_SM_RESOURCE_GROUP_PARAMS;
+typedef enum CUprocessState_enum {
+    CU_PROCESS_STATE_RUNNING = 0,
+    CU_PROCESS_STATE_LOCKED = 1,
+    CU_PROCESS_STATE_CHECKPOINTED = 2,
+    CU_PROCESS_STATE_FAILED = 3
+} CUprocessState;
+typedef struct CUcheckpointLockArgs_st {
+    unsigned int timeoutMs;
+    unsigned int reserved0;
+    cuuint64_t reserved1[7];
+} CUcheckpointLockArgs;
+typedef struct CUcheckpointCheckpointArgs_st {
+    cuuint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+typedef struct CUcheckpointGpuPair_st {
+    CUuuid oldUuid;
+    CUuuid newUuid;
+} CUcheckpointGpuPair;
+typedef struct CUcheckpointRestoreArgs_st {
+    CUcheckpointGpuPair *gpuPairs;
+    unsigned int gpuPairsCount;
+    char reserved[44];
+    cuuint64_t reserved1;
+} CUcheckpointRestoreArgs;
+typedef struct CUcheckpointUnlockArgs_st {
+    cuuint64_t reserved[8];
+} CUcheckpointUnlockArgs;
+typedef enum CUgraphicsRegisterFlags_enum {
+    CU_GRAPHICS_REGISTER_FLAGS_NONE = 0x00,
+    CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY = 0x01,
+    CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD = 0x02,
+    CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST = 0x04,
+    CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER = 0x08
+} CUgraphicsRegisterFlags;
+"""
+
+GREEN_FUNCTIONS = r"""
+@12040 CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type);
+@12040 CUresult cuCtxGetDevResource(CUcontext hCtx, CUdevResource *resource, CUdevResourceType type);
+@12040 CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *resource, CUdevResourceType type);
+@12040 CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input, CUdevResource *remaining, unsigned int useFlags, unsigned int minCount);
+@13010 CUresult cuDevSmResourceSplit(CUdevResource *result, unsigned int nbGroups, const CUdevResource *input, CUdevResource *remainder, unsigned int flags, CU_DEV_SM_RESOURCE_GROUP_PARAMS *groupParams);
+@12040 CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources);
+@12040 CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags);
+@12040 CUresult cuGreenCtxDestroy(CUgreenCtx hCtx);
+@12040 CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx);
+@12050 CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority);
+@12080 CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid);
+@12080 CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state);
+@12080 CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args);
+@12080 CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args);
+@12080 CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args);
+@12080 CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args);
+CUresult cuGraphicsGLRegisterBuffer(CUgraphicsResource *pCudaResource, GLuint buffer, unsigned int Flags);
+CUresult cuGraphicsGLRegisterImage(CUgraphicsResource *pCudaResource, GLuint image, GLenum target, unsigned int Flags);
+CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource);
+CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream);
+CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream);
+CUresult cuGraphicsResourceGetMappedPointer_v2(CUdeviceptr *pDevPtr, size_t *pSize, CUgraphicsResource resource);
+"""
+
+
 def _parse(block):
     """Yield (version, restype, name, params, argnames) for each prototype."""
     for line in block.strip().splitlines():
@@ -2038,10 +2163,16 @@ def _wrappers(block, lib_index, missing_status, resolver, driver=False):
 def _build():
     ffi = cffi.FFI()
     types = (
-        DRIVER_TYPES + DRIVER_ENUMS + DRIVER_STRUCTS + NVRTC_TYPES + NVJITLINK_TYPES + NVVM_TYPES
+        DRIVER_TYPES
+        + DRIVER_ENUMS
+        + DRIVER_STRUCTS
+        + GREEN_TYPES
+        + NVRTC_TYPES
+        + NVJITLINK_TYPES
+        + NVVM_TYPES
     )
     drv_cdef, drv_src = _wrappers(
-        DRIVER_FUNCTIONS, 0, "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver", driver=True
+        DRIVER_FUNCTIONS + GREEN_FUNCTIONS, 0, "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver", driver=True
     )
     rtc_cdef, rtc_src = _wrappers(NVRTC_FUNCTIONS, 1, "CC_MISSING_SYMBOL", "cc_resolve_nvrtc")
     jit_cdef, jit_src = _wrappers(
