@@ -2172,7 +2172,11 @@ def _build():
         + NVVM_TYPES
     )
     drv_cdef, drv_src = _wrappers(
-        DRIVER_FUNCTIONS + GREEN_FUNCTIONS, 0, "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver", driver=True
+        DRIVER_FUNCTIONS + GREEN_FUNCTIONS,
+        0,
+        "CUDA_ERROR_NOT_SUPPORTED",
+        "cc_resolve_driver",
+        driver=True,
     )
     rtc_cdef, rtc_src = _wrappers(NVRTC_FUNCTIONS, 1, "CC_MISSING_SYMBOL", "cc_resolve_nvrtc")
     jit_cdef, jit_src = _wrappers(

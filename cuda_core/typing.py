@@ -16,23 +16,27 @@ import typing
 __all__ = [
     "CompilerBackendType",
     "DevicePointerType",
+    "DeviceResourcesType",
     "GraphConditionalType",
     "GraphMemoryType",
     "IsStreamType",
     "ManagedMemoryLocationType",
     "ObjectCodeFormatType",
     "PCHStatusType",
+    "ProcessStateType",
     "SourceCodeType",
     "VirtualMemoryAccessType",
     "VirtualMemoryAllocationType",
     "VirtualMemoryGranularityType",
     "VirtualMemoryHandleType",
     "VirtualMemoryLocationType",
+    "WorkqueueSharingScopeType",
 ]
 
 # Enumerations defined beside the classes that use them, re-exported here
 # lazily (importing them eagerly would import those subsystems).
 _LAZY = {
+    "DeviceResourcesType": "cuda_core._green_context",
     "GraphConditionalType": "cuda_core.graph._types",
     "GraphMemoryType": "cuda_core.graph._types",
     "ManagedMemoryLocationType": "cuda_core._memory._managed_memory_resource",
@@ -56,6 +60,9 @@ class IsStreamType(typing.Protocol):
 
 #: A device pointer: an int address (or None for "no pointer").
 DevicePointerType = typing.Optional[int]
+
+#: The checkpoint state of a process (:attr:`cuda_core.checkpoint.Process.state`).
+ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
 
 
 def __getattr__(name):
@@ -137,3 +144,16 @@ class PCHStatusType(_StrEnum):
     CREATED = "created"
     NOT_ATTEMPTED = "not_attempted"
     FAILED = "failed"
+
+
+class WorkqueueSharingScopeType(_StrEnum):
+    """How a green context's workqueues are shared (:class:`~cuda_core.WorkqueueResourceOptions`).
+
+    * ``DEVICE_CTX`` -- share the workqueues of all contexts of the device
+      (the driver's default).
+    * ``GREEN_CTX_BALANCED`` -- where possible, use workqueues that do not
+      overlap those of other balanced green contexts.
+    """
+
+    DEVICE_CTX = "device_ctx"
+    GREEN_CTX_BALANCED = "green_ctx_balanced"
