@@ -294,14 +294,13 @@ class WorkqueueResource:
             raise TypeError(f"options must be WorkqueueResourceOptions, got {type(options)}")
         config = self._wq_config()
         if options.sharing_scope is not None:
-            config.sharingScope = _SCOPE_TO_C[WorkqueueSharingScopeType(options.sharing_scope)]
+            config[2] = _SCOPE_TO_C[WorkqueueSharingScopeType(options.sharing_scope)]
         if options.concurrency_limit is not None:
-            config.wqConcurrencyLimit = options.concurrency_limit
+            config[1] = options.concurrency_limit
 
     def _wq_config(self):
-        return ffi.cast(
-            "cc_dev_wq_config_resource *", ffi.cast("char *", self._config) + _SM_OFFSET
-        )
+        """The ``wqConfig`` member as ``int[3]``: device, concurrency limit, sharing scope."""
+        return ffi.cast("int *", ffi.cast("char *", self._config) + _SM_OFFSET)
 
     @property
     def handle(self):
@@ -311,17 +310,17 @@ class WorkqueueResource:
     @property
     def sharing_scope(self):
         """WorkqueueSharingScopeType: How the workqueues are shared."""
-        return _SCOPE_FROM_C[self._wq_config().sharingScope]
+        return _SCOPE_FROM_C[self._wq_config()[2]]
 
     @property
     def concurrency_limit(self):
         """int: The expected number of concurrent stream-ordered workloads."""
-        return self._wq_config().wqConcurrencyLimit
+        return self._wq_config()[1] & 0xFFFFFFFF
 
     @property
     def device(self):
         """Device: The device these workqueues are on."""
-        return _DEVICE_TYPE[0](self._wq_config().device)
+        return _DEVICE_TYPE[0](self._wq_config()[0])
 
 
 class DeviceResources:

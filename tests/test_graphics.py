@@ -157,8 +157,8 @@ class _GL:
         gl.glDeleteBuffers.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
         gl.glGenTextures.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
         gl.glBindTexture.argtypes = [ctypes.c_uint, ctypes.c_uint]
-        gl.glTexImage2D.argtypes = [ctypes.c_uint, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                    ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, vp]  # fmt: skip
+        ui, i = ctypes.c_uint, ctypes.c_int
+        gl.glTexImage2D.argtypes = [ui, i, i, i, i, i, ui, ui, vp]
         gl.glDeleteTextures.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
 
     def buffer(self, data):
