@@ -120,8 +120,10 @@ class _GL:
                     chosen = devices[i]
                     break
         egl.eglInitialize.argtypes = [vp, vp, vp]
-        egl.eglChooseConfig.argtypes = [vp, ctypes.POINTER(ctypes.c_int), vp, ctypes.c_int,
-                                        ctypes.POINTER(ctypes.c_int)]  # fmt: skip
+        egl.eglChooseConfig.argtypes = [
+            vp, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(vp), ctypes.c_int,
+            ctypes.POINTER(ctypes.c_int),
+        ]  # fmt: skip
         egl.eglCreatePbufferSurface.restype = vp
         egl.eglCreatePbufferSurface.argtypes = [vp, vp, ctypes.POINTER(ctypes.c_int)]
         egl.eglCreateContext.restype = vp
