@@ -216,6 +216,15 @@ typedef struct CUgraphEdgeData_st {
     unsigned char reserved[5];
 } CUgraphEdgeData;
 
+/* Batched memory operations: one copy's attributes in cuMemcpyBatchAsync
+   (CUmemcpyAttributes_v1, CUDA 12.8). */
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
+
 /* --- Green contexts and device resources, checkpoint (CUDA 13.0 ABI).
    CUdevResource is 144 bytes in every CUDA 13 header: 13.0 ends in a 48-byte
    union, 13.1 in a 40-byte union and a nextResource pointer.  The union's
