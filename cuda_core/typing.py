@@ -18,6 +18,7 @@ __all__ = [
     "ArrayFormatType",
     "CompilerBackendType",
     "DevicePointerType",
+    "DeviceResourcesType",
     "FilterModeType",
     "GraphConditionalType",
     "GraphMemoryType",
@@ -25,6 +26,7 @@ __all__ = [
     "ManagedMemoryLocationType",
     "ObjectCodeFormatType",
     "PCHStatusType",
+    "ProcessStateType",
     "ReadModeType",
     "SourceCodeType",
     "VirtualMemoryAccessType",
@@ -32,11 +34,13 @@ __all__ = [
     "VirtualMemoryGranularityType",
     "VirtualMemoryHandleType",
     "VirtualMemoryLocationType",
+    "WorkqueueSharingScopeType",
 ]
 
 # Enumerations defined beside the classes that use them, re-exported here
 # lazily (importing them eagerly would import those subsystems).
 _LAZY = {
+    "DeviceResourcesType": "cuda_core._green_context",
     "GraphConditionalType": "cuda_core.graph._types",
     "GraphMemoryType": "cuda_core.graph._types",
     "ManagedMemoryLocationType": "cuda_core._memory._managed_memory_resource",
@@ -60,6 +64,9 @@ class IsStreamType(typing.Protocol):
 
 #: A device pointer: an int address (or None for "no pointer").
 DevicePointerType = typing.Optional[int]
+
+#: The checkpoint state of a process (:attr:`cuda_core.checkpoint.Process.state`).
+ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
 
 
 def __getattr__(name):
@@ -196,3 +203,16 @@ class ReadModeType(_StrEnum):
 
     ELEMENT_TYPE = "element_type"
     NORMALIZED_FLOAT = "normalized_float"
+
+
+class WorkqueueSharingScopeType(_StrEnum):
+    """How a green context's workqueues are shared (:class:`~cuda_core.WorkqueueResourceOptions`).
+
+    * ``DEVICE_CTX`` -- share the workqueues of all contexts of the device
+      (the driver's default).
+    * ``GREEN_CTX_BALANCED`` -- where possible, use workqueues that do not
+      overlap those of other balanced green contexts.
+    """
+
+    DEVICE_CTX = "device_ctx"
+    GREEN_CTX_BALANCED = "green_ctx_balanced"
