@@ -35,6 +35,8 @@ from cuda_core._stream import (
     default_stream,
 )
 from cuda_core._utils import require_open
+from cuda_core.system._device import Device as _SystemDevice
+from cuda_core.system._device import cuda_device_class as _cuda_device_slot
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -347,6 +349,10 @@ class Device:
         check(lib.cuDeviceCanAccessPeer(out, self._device_id, peer._device_id))
         return bool(out[0])
 
+    def to_system_device(self):
+        """Return the :class:`cuda_core.system.Device` (NVML) of this GPU, matched by UUID."""
+        return _SystemDevice._from_cuda_uuid(self.uuid)
+
     @property
     def device_id(self):
         """int: The device ordinal."""
@@ -540,3 +546,6 @@ def _retain_primary(device_id):
             check(lib.cuDevicePrimaryCtxRetain(out, device_id))
             c_ctx = _primary[device_id] = out[0]
     return c_ctx
+
+
+_cuda_device_slot.append(Device)  # system.Device.to_cuda_device() returns this class

@@ -40,7 +40,8 @@ def event_mask(cls, events):
         events = [events]
     if not isinstance(events, list):
         raise TypeError(
-            f"events must be a {cls.__name__}, a str or a list of them, got {type(events).__name__}"
+            f"events must be a {cls.__name__} member, its str value or a list of them, "
+            f"got {type(events).__name__}"
         )
     mask = 0
     for event in events:

@@ -77,13 +77,13 @@ def check(status):
     """Raise the exception for a non-zero NVML ``status``."""
     if status == 0:
         return
+    if _state[0] == _FORKED and status in (_MISSING, _NOT_LOADED):
+        raise _ForkedChildError()
     if status == _MISSING:
         version = ffi.new("int *")
         name = lib.cc_take_missing(version)
         raise _MissingFunctionError(ffi.string(name).decode() if name else "an NVML function")
     if status == _NOT_LOADED:
-        if _state[0] == _FORKED:
-            raise _ForkedChildError()
         raise UninitializedError(1)
     raise _error_for(status)
 
