@@ -66,14 +66,14 @@ def main():
     r["index"] = value(lambda: d1.index)
     r["arch"] = [value(lambda: d0.arch.name), value(lambda: d1.arch.name)]
     r["brand"] = [value(lambda: d0.brand), value(lambda: d1.brand)]
-    r["persistence"] = [value(lambda: d.is_persistence_mode_enabled) for d in (d0, d1)]
+    r["persistence"] = [value(lambda d=d: d.is_persistence_mode_enabled) for d in (d0, d1)]
     m = d1.memory_info
     r["memory"] = {"total": m.total, "used": m.used, "free": m.free, "reserved": m.reserved}
     r["temperature"] = [value(d.temperature.get_sensor) for d in (d0, d1)]
-    r["pci_bus_id"] = [value(lambda: d.pci_bus_id) for d in (d0, d1)]
+    r["pci_bus_id"] = [value(lambda d=d: d.pci_bus_id) for d in (d0, d1)]
     pci = d0.pci_info
     r["pci_ids"] = [pci.vendor_id, pci.device_id, pci.bus, pci.domain]
-    r["pstate"] = [value(lambda: d.performance_state) for d in (d0, d1)]
+    r["pstate"] = [value(lambda d=d: d.performance_state) for d in (d0, d1)]
     r["pstates"] = value(lambda: d0.supported_pstates)
     r["reasons"] = value(lambda: [m.name for m in d0.current_clock_event_reasons])
     r["supported_reasons"] = outcome(lambda: d0.supported_clock_event_reasons)
@@ -83,8 +83,8 @@ def main():
     r["no_processes"] = value(lambda: d1.compute_running_processes)
     r["process_name"] = value(lambda: system.get_process_name(1000))
     r["process_name_unknown"] = outcome(lambda: system.get_process_name(4242))
-    r["num_fans"] = [outcome(lambda: d.num_fans) for d in (d0, d1)]
-    r["get_fan"] = [outcome(lambda: d.get_fan(0)) for d in (d0, d1)]
+    r["num_fans"] = [outcome(lambda d=d: d.num_fans) for d in (d0, d1)]
+    r["get_fan"] = [outcome(lambda d=d: d.get_fan(0)) for d in (d0, d1)]
     fv = d0.get_field_values(
         [
             system.typing.FieldId.DEV_NVLINK_LINK_COUNT,
@@ -104,7 +104,7 @@ def main():
     r["serial_missing"] = outcome(lambda: d0.serial)
     r["serial_is_runtime_error"] = False
     try:
-        d0.serial
+        _ = d0.serial
     except RuntimeError as exc:
         r["serial_is_runtime_error"] = isinstance(exc, system.FunctionNotFoundError)
     r["clock_bad_type"] = outcome(lambda: d0.get_clock("warp"))
