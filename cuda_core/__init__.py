@@ -13,6 +13,7 @@ from cuda_core import graph, system, typing, utils
 
 # --- public classes (one import line per module; keep sorted) ---
 from cuda_core._context import Context
+from cuda_core._default_stream import LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM
 from cuda_core._device import Device
 from cuda_core._errors import (
     CUDAError,
@@ -26,7 +27,8 @@ from cuda_core._event import Event, EventOptions
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig
 from cuda_core._launcher import launch
-from cuda_core._linker import Linker, LinkerOptions
+from cuda_core._linker import Linker
+from cuda_core._linker_options import LinkerOptions
 from cuda_core._memory import (
     Buffer,
     DeviceMemoryResource,
@@ -43,11 +45,8 @@ from cuda_core._memory import (
     VirtualMemoryResourceOptions,
 )
 from cuda_core._module import ObjectCode
-from cuda_core._program import Program, ProgramOptions
-from cuda_core._stream import (
-    LEGACY_DEFAULT_STREAM,
-    PER_THREAD_DEFAULT_STREAM,
-    Stream,
-    StreamOptions,
-)
+from cuda_core._program import Program
+from cuda_core._program_options import ProgramOptions
+from cuda_core._stream import Stream
+from cuda_core._stream_options import StreamOptions
 from cuda_core._version import __version__

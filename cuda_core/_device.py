@@ -23,17 +23,12 @@ from cuda_core._context import (
     _tls,
 )
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._default_stream import default_stream
 from cuda_core._device_properties import DeviceProperties
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
-from cuda_core._stream import (
-    Stream,
-    _as_index,
-    _create_stream,
-    _graph_builder_type,
-    _new_default_stream,
-    default_stream,
-)
+from cuda_core._stream import Stream, _create_stream, _new_default_stream
+from cuda_core._stream_protocol import _as_index, _graph_builder_type
 from cuda_core._utils import require_open
 from cuda_core.system._device import Device as _SystemDevice
 from cuda_core.system._device import cuda_device_class as _cuda_device_slot
@@ -450,7 +445,7 @@ class Device:
 
     @property
     def default_stream(self):
-        """Stream: The default stream (see :func:`cuda_core._stream.default_stream`).
+        """Stream: The default stream (see :func:`cuda_core._default_stream.default_stream`).
 
         :data:`~cuda_core.PER_THREAD_DEFAULT_STREAM` when the environment
         variable ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` is set to a

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Compiling device code: :class:`Program` and :class:`ProgramOptions`.
+"""Compiling device code: :class:`Program`.
 
 A :class:`Program` compiles CUDA C++ with NVRTC, NVVM IR with libNVVM, or
 assembles PTX with the linker (nvJitLink or the driver), into an
@@ -9,12 +9,11 @@ GPU; only the driver linker and loading the result need one.
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 import weakref
-from dataclasses import dataclass
 
+from cuda_core._compile_common import read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
@@ -25,40 +24,24 @@ from cuda_core._errors import (
     check_nvvm,
     nvrtc_log,
 )
-from cuda_core._linker import (
-    Linker,
-    LinkerOptions,
-    _check_arch,
-    _check_bool,
-    _check_int,
-    _check_str,
-    _check_str_or_seq,
-    _device_arch,
-    _query_device_arch,
-)
+from cuda_core._linker import Linker
 from cuda_core._module import ObjectCode
+from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
 from cuda_core._utils import as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType, PCHStatusType
 
-__all__ = ["Program", "ProgramOptions"]
+__all__ = ["Program"]
 
-_SUPPORTED_CODE_TYPES = ("c++", "ptx", "nvvm")
+# The targets each code type compiles to (C++: NVRTC; PTX: the linker; NVVM IR:
+# libNVVM), also the valid combinations of a program cache key.
 _SUPPORTED_TARGETS = {
-    CompilerBackendType.NVRTC: ("ptx", "cubin", "ltoir"),
-    CompilerBackendType.NVVM: ("ptx", "ltoir"),
-    CompilerBackendType.NVJITLINK: ("cubin", "ptx"),
-    CompilerBackendType.DRIVER: ("cubin", "ptx"),
+    "c++": ("ptx", "cubin", "ltoir"),
+    "ptx": ("cubin", "ptx"),
+    "nvvm": ("ptx", "ltoir"),
 }
+_SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
 
 _PTX_LOADABLE = []  # memo for _driver_ptx_state(): [state] once known
-
-
-class _UnsupportedCodeTypeError(ValueError, RuntimeError):
-    """Unknown ``code_type``: a ValueError, and a RuntimeError as in ``cuda.core``."""
-
-
-class _UnsupportedOptionError(CUDAError, ValueError):
-    """An option the chosen backend cannot take (a CUDAError as in ``cuda.core``)."""
 
 
 class Program:
@@ -188,7 +171,9 @@ class Program:
             )
         )
         self._box = box
-        self._finalizer = weakref.finalize(self, _destroy_nvrtc, box)
+        self._finalizer = weakref.finalize(
+            self, _destroy_quietly, lib.nvrtcDestroyProgram, "nvrtcDestroyProgram", box
+        )
 
     def _destroy_program(self):
         """Destroy the NVRTC / NVVM program (explicit path: failures raise)."""
@@ -204,7 +189,9 @@ class Program:
         box = ffi.new("nvvmProgram *")
         check_nvvm(lib.nvvmCreateProgram(box))
         self._box = box
-        self._finalizer = weakref.finalize(self, _destroy_nvvm, box)
+        self._finalizer = weakref.finalize(
+            self, _destroy_quietly, lib.nvvmDestroyProgram, "nvvmDestroyProgram", box
+        )
         self._add_nvvm_module(code_bytes, self._options.name)
         for name, source in self._options._extra_sources_bytes() or ():
             self._add_nvvm_module(source, name.decode())
@@ -261,7 +248,7 @@ class Program:
             when precompiled-header creation fails (the warning names why).
         """
         target_type = str(target_type).lower()
-        supported = _SUPPORTED_TARGETS[self._backend]
+        supported = _SUPPORTED_TARGETS[self._code_type]
         if target_type not in supported:
             raise ValueError(
                 f'Unsupported target_type="{target_type}" for {self._backend} '
@@ -285,7 +272,7 @@ class Program:
                 raise RuntimeError("Program has been closed; it cannot compile after close()")
             if cache is None:
                 return self._compile(target_type, name_expressions, logs)
-            from cuda_core.utils._program_cache import make_program_cache_key
+            from cuda_core.utils._program_cache._keys import make_program_cache_key
 
             key = make_program_cache_key(
                 code=self._source,
@@ -434,11 +421,14 @@ class Program:
         check_nvvm(lib.nvvmGetCompiledResult(prog, buf), prog)
         data = ffi.buffer(buf, size[0])[:]
         if logs is not None:
-            check_nvvm(lib.nvvmGetProgramLogSize(prog, size), prog)
-            if size[0] > 1:
-                log = ffi.new("char[]", size[0])
-                check_nvvm(lib.nvvmGetProgramLog(prog, log), prog)
-                logs.write(ffi.string(log).decode("utf-8", "backslashreplace"))
+            text = read_log(
+                prog,
+                lib.nvvmGetProgramLogSize,
+                lib.nvvmGetProgramLog,
+                lambda status: check_nvvm(status, prog),
+            )
+            if text:
+                logs.write(text)
         return ObjectCode._init(data, target_type, name=self._options.name)
 
     def close(self):
@@ -509,604 +499,11 @@ class Program:
         return as_int_handle(self._box[0])
 
 
-@dataclass
-class ProgramOptions:
-    """Options for :class:`Program`.
-
-    Every field except ``name`` defaults to ``None``, meaning "not passed to
-    the compiler" (the compiler's own default applies).  Values are checked
-    when the options are created; :meth:`as_bytes` renders them as compiler
-    flags.
-
-    Attributes
-    ----------
-    name : str
-        Program name, used in diagnostics and passed to the resulting
-        :class:`~cuda_core.ObjectCode`.  Default ``"default_program"``.
-    arch : str, optional
-        Target architecture: ``"sm_<CC>"`` (cubin, or PTX for that GPU) or
-        ``"compute_<CC>"`` (PTX only).  Default: ``f"sm_{Device().arch}"``;
-        where no GPU or driver is present it stays ``None`` and compiling
-        (or :meth:`as_bytes`) raises a ValueError asking for ``arch=``.
-    relocatable_device_code : bool, optional
-        Generate relocatable device code (``--relocatable-device-code``).
-    extensible_whole_program : bool, optional
-        Extensible whole-program compilation.
-    debug : bool, optional
-        Generate debug information (``--device-debug``).
-    lineinfo : bool, optional
-        Generate line-number information (``--generate-line-info``).
-    device_code_optimize : bool, optional
-        Optimize device code (``--dopt=on``; NVVM ``-opt=3``/``-opt=0``).
-    ptxas_options : str or sequence of str, optional
-        Options passed to ptxas.
-    max_register_count : int, optional
-        Maximum registers per thread.
-    ftz, prec_sqrt, prec_div, fma : bool, optional
-        Single-precision flush-to-zero, IEEE square root, IEEE division and
-        multiply-add contraction.
-    use_fast_math : bool, optional
-        Fast math (``--use_fast_math``).
-    extra_device_vectorization : bool, optional
-        More aggressive vectorization.
-    link_time_optimization : bool, optional
-        Emit code for link-time optimization (``--dlink-time-opt``).
-    gen_opt_lto : bool, optional
-        Run the optimizer before emitting LTO-IR.
-    define_macro : str, (str, str) or a list of those, optional
-        Macros to define: ``"X"`` defines ``X``, ``("X", "Y")`` defines
-        ``X=Y``.
-    undefine_macro : str or sequence of str, optional
-        Macros to undefine.
-    include_path : str, os.PathLike or a sequence of them, optional
-        Header search directories.
-    pre_include : str or sequence of str, optional
-        Headers included before the source.
-    no_source_include : bool, optional
-        Do not search the source's directory for headers.
-    std : str, optional
-        Language dialect, e.g. ``"c++17"``.
-    builtin_move_forward, builtin_initializer_list : bool, optional
-        Provide built-in ``std::move``/``std::forward`` and
-        ``std::initializer_list``.
-    disable_warnings : bool, optional
-        Inhibit all warnings.
-    restrict : bool, optional
-        Assume kernel pointer parameters are ``__restrict__``.
-    device_as_default_execution_space : bool, optional
-        Treat unannotated functions as ``__device__``.
-    device_int128 : bool, optional
-        Allow ``__int128`` in device code.
-    optimization_info : str, optional
-        Optimization report kind (e.g. ``"inline"``).
-    no_display_error_number : bool, optional
-        Omit diagnostic numbers.
-    diag_error, diag_suppress, diag_warn : int or sequence of int, optional
-        Diagnostics to turn into errors, suppress, or turn into warnings.
-    brief_diagnostics : bool, optional
-        Brief diagnostics (no source line).
-    time : str or os.PathLike, optional
-        Write a CSV table of compile-phase timings to this file (the PTX
-        backend also accepts ``True``: timing to the linker's info log).
-    split_compile : int, optional
-        Threads for split compilation (0: all processors).
-    fdevice_syntax_only : bool, optional
-        Stop after syntax checking.
-    minimal : bool, optional
-        Omit some language features to compile faster.
-    no_cache : bool, optional
-        Disable compiler caching.
-    fdevice_time_trace : str or os.PathLike, optional
-        Write a time-trace JSON file (NVRTC only).
-    device_float128 : bool, optional
-        Allow ``__float128`` in device code (NVRTC only).
-    frandom_seed : str or int, optional
-        Seed for randomized optimizations (NVRTC only).
-    ofast_compile : str, optional
-        ``"0"``, ``"min"``, ``"mid"`` or ``"max"`` (NVRTC only).
-    pch, create_pch, use_pch, pch_dir, pch_verbose, pch_messages, instantiate_templates_in_pch
-        Precompiled headers (NVRTC 12.8+ only): use automatic PCH, create /
-        use a given PCH file, PCH directory, verbosity, messages, template
-        instantiation in the PCH.
-    extra_sources : sequence of (str, str or bytes), optional
-        Additional NVVM IR modules ``(name, source)`` (NVVM only).
-    use_libdevice : bool, optional
-        Link NVIDIA's libdevice math library (NVVM only).
-    numba_debug : bool, optional
-        Emit debug information in the layout Numba expects (NVRTC, NVVM).
-    """
-
-    name: str | None = "default_program"
-    arch: str | None = None
-    relocatable_device_code: bool | None = None
-    extensible_whole_program: bool | None = None
-    debug: bool | None = None
-    lineinfo: bool | None = None
-    device_code_optimize: bool | None = None
-    ptxas_options: str | list[str] | tuple[str] | None = None
-    max_register_count: int | None = None
-    ftz: bool | None = None
-    prec_sqrt: bool | None = None
-    prec_div: bool | None = None
-    fma: bool | None = None
-    use_fast_math: bool | None = None
-    extra_device_vectorization: bool | None = None
-    link_time_optimization: bool | None = None
-    gen_opt_lto: bool | None = None
-    define_macro: str | tuple[str, str] | list[str | tuple[str, str]] | None = None
-    undefine_macro: str | list[str] | tuple[str] | None = None
-    include_path: str | list[str] | tuple[str] | None = None
-    pre_include: str | list[str] | tuple[str] | None = None
-    no_source_include: bool | None = None
-    std: str | None = None
-    builtin_move_forward: bool | None = None
-    builtin_initializer_list: bool | None = None
-    disable_warnings: bool | None = None
-    restrict: bool | None = None
-    device_as_default_execution_space: bool | None = None
-    device_int128: bool | None = None
-    optimization_info: str | None = None
-    no_display_error_number: bool | None = None
-    diag_error: int | list[int] | tuple[int] | None = None
-    diag_suppress: int | list[int] | tuple[int] | None = None
-    diag_warn: int | list[int] | tuple[int] | None = None
-    brief_diagnostics: bool | None = None
-    time: str | None = None
-    split_compile: int | None = None
-    fdevice_syntax_only: bool | None = None
-    minimal: bool | None = None
-    no_cache: bool | None = None
-    fdevice_time_trace: str | None = None
-    device_float128: bool | None = None
-    frandom_seed: str | None = None
-    ofast_compile: str | None = None
-    pch: bool | None = None
-    create_pch: str | None = None
-    use_pch: str | None = None
-    pch_dir: str | None = None
-    pch_verbose: bool | None = None
-    pch_messages: bool | None = None
-    instantiate_templates_in_pch: bool | None = None
-    extra_sources: list[tuple[str, str | bytes | bytearray]] | None = None
-    use_libdevice: bool | None = None
-    numba_debug: bool | None = None
-
-    def __post_init__(self):
-        if self.name is None:
-            self.name = "default_program"
-        _check_str("ProgramOptions", "name", self.name)
-        self._name = self.name.encode()
-        for field in _BOOL_FIELDS:
-            _check_bool("ProgramOptions", field, getattr(self, field))
-        for field in ("std", "optimization_info"):
-            _check_str("ProgramOptions", field, getattr(self, field))
-        for field in ("fdevice_time_trace", "create_pch", "use_pch", "pch_dir"):
-            _check_str("ProgramOptions", field, getattr(self, field), path_ok=True)
-        if self.time is not None and not isinstance(self.time, (str, os.PathLike, bool)):
-            raise TypeError(
-                "ProgramOptions.time must be a file path (str or os.PathLike), "
-                f"not {type(self.time).__name__}"
-            )
-        _check_int("ProgramOptions", "max_register_count", self.max_register_count, low=1)
-        _check_int("ProgramOptions", "split_compile", self.split_compile, low=0, allow_bool=True)
-        for field in ("ptxas_options", "undefine_macro"):
-            _check_str_or_seq("ProgramOptions", field, getattr(self, field))
-        for field in ("include_path", "pre_include"):
-            _check_str_or_seq("ProgramOptions", field, getattr(self, field), path_ok=True)
-        for field in ("diag_error", "diag_suppress", "diag_warn"):
-            _check_diag(field, getattr(self, field))
-        _check_define_macro(self.define_macro)
-        if self.frandom_seed is not None and (
-            isinstance(self.frandom_seed, bool) or not isinstance(self.frandom_seed, (str, int))
-        ):
-            raise TypeError(
-                "ProgramOptions.frandom_seed must be a str (or int), "
-                f"not {type(self.frandom_seed).__name__}"
-            )
-        # The type first: ``in`` on an arbitrary object (an array) may not give a bool.
-        # (A ValueError, as upstream raises for any invalid ofast_compile.)
-        if self.ofast_compile is not None and not isinstance(self.ofast_compile, str):
-            raise ValueError(
-                f"ProgramOptions.ofast_compile must be a str (one of {_OFAST_VALUES}) or None, "
-                f"not {type(self.ofast_compile).__name__}"
-            )
-        if self.ofast_compile is not None and self.ofast_compile not in _OFAST_VALUES:
-            raise ValueError(
-                f"ProgramOptions.ofast_compile={self.ofast_compile!r} is not valid; "
-                f"expected one of {_OFAST_VALUES}"
-            )
-        _check_extra_sources(self.extra_sources)
-        self._arch_error = None
-        if self.arch is not None:
-            _check_arch("ProgramOptions", self.arch)
-        else:
-            self.arch, self._arch_error = _query_device_arch()
-
-    def __repr__(self):
-        return f"ProgramOptions(name={self.name!r}, arch={self.arch!r})"
-
-    def as_bytes(self, backend, target_type=None):
-        """Render these options as compiler flags for ``backend``.
-
-        Parameters
-        ----------
-        backend : str
-            ``"nvrtc"`` or ``"nvvm"`` (case-insensitive).
-        target_type : str, optional
-            The compile target; with NVVM, ``"ltoir"`` adds ``-gen-lto``.
-
-        Returns
-        -------
-        list of bytes
-            E.g. ``[b"-arch=sm_90", b"--device-debug"]`` for NVRTC, or
-            ``[b"-arch=compute_90", b"-g"]`` for NVVM (single-dash flags).
-
-        Raises
-        ------
-        ValueError
-            For an unknown backend, or when ``arch`` is unset and no GPU can be
-            queried for it.
-        CUDAError
-            (also a ValueError) If an option is set that the backend does not
-            support; the message names the options and the backend.
-        """
-        backend = str(backend).lower()
-        if backend == "nvrtc":
-            return self._nvrtc_flags(target_type)
-        if backend == "nvvm":
-            flags = self._nvvm_flags()
-            if target_type is not None and str(target_type).lower() == "ltoir":
-                if b"-gen-lto" not in flags:
-                    flags.append(b"-gen-lto")
-            return flags
-        raise ValueError(f"Unknown backend '{backend}'. Must be one of: 'nvrtc', 'nvvm'")
-
-    def _arch(self):
-        if self.arch is not None:
-            return self.arch
-        if self._arch_error is not None:
-            # Retry once: a driver may have become usable since construction.
-            arch, _ = _query_device_arch()
-            if arch is not None:
-                self.arch = arch
-                return arch
-        return _device_arch("ProgramOptions")
-
-    def _nvrtc_flags(self, target_type=None):
-        unsupported = [f for f in ("extra_sources", "use_libdevice") if _is_set(self, f)]
-        if unsupported:
-            raise _UnsupportedOptionError(
-                "The following options are not supported by NVRTC backend: "
-                + ", ".join(unsupported)
-            )
-        if isinstance(self.time, bool):
-            raise ValueError(
-                "ProgramOptions.time must be a file path for the NVRTC backend "
-                "(True is only meaningful for code_type='ptx')"
-            )
-        out = [f"-arch={self._arch()}"]
-        for field, spelling, kind in _NVRTC_FLAGS:
-            value = getattr(self, field)
-            if value is None:
-                continue
-            if kind == "flag":
-                if value:
-                    out.append(spelling)
-            elif kind == "bool":
-                out.append(f"{spelling}={'true' if value else 'false'}")
-            elif kind == "value":
-                out.append(f"{spelling}={_fspath(value)}")
-            elif kind == "int":
-                out.append(f"{spelling}={int(value)}")
-            elif kind == "list":
-                out.extend(f"{spelling}={_fspath(v)}" for v in _as_list(value))
-            else:  # "macro"
-                out.extend(f"{spelling}={m}" for m in _macros(value))
-        return [o.encode() for o in out]
-
-    def _nvvm_flags(self):
-        unsupported = [f for f in _NVVM_UNSUPPORTED if _is_set(self, f)]
-        if unsupported:
-            raise _UnsupportedOptionError(
-                "The following options are not supported by NVVM backend: " + ", ".join(unsupported)
-            )
-        arch = self._arch()
-        if arch.startswith("sm_"):
-            arch = "compute_" + arch[3:]
-        out = [f"-arch={arch}"]
-        if self.debug:
-            out.append("-g")
-        if self.device_code_optimize is not None:
-            out.append("-opt=3" if self.device_code_optimize else "-opt=0")
-        for field, spelling in (
-            ("ftz", "-ftz"),
-            ("prec_sqrt", "-prec-sqrt"),
-            ("prec_div", "-prec-div"),
-            ("fma", "-fma"),
-        ):
-            value = getattr(self, field)
-            if value is not None:
-                out.append(f"{spelling}={1 if value else 0}")
-        if self.numba_debug:
-            out.append("-numba-debug")
-        for flag in out:
-            assert not flag.startswith("--"), f"libNVVM rejects double-dashed {flag}"
-        return [o.encode() for o in out]
-
-    def _extra_sources_bytes(self):
-        """Return extra_sources as ``[(name_bytes, source_bytes), ...]`` or None."""
-        if self.extra_sources is None:
-            return None
-        out = []
-        for name, source in self.extra_sources:
-            if isinstance(source, str):
-                source = source.encode("utf-8")
-            out.append((name.encode(), bytes(source)))
-        return out
-
-
-# -- option tables -----------------------------------------------------------------
-
-_BOOL_FIELDS = (
-    "relocatable_device_code",
-    "extensible_whole_program",
-    "debug",
-    "lineinfo",
-    "device_code_optimize",
-    "ftz",
-    "prec_sqrt",
-    "prec_div",
-    "fma",
-    "use_fast_math",
-    "extra_device_vectorization",
-    "link_time_optimization",
-    "gen_opt_lto",
-    "no_source_include",
-    "builtin_move_forward",
-    "builtin_initializer_list",
-    "disable_warnings",
-    "restrict",
-    "device_as_default_execution_space",
-    "device_int128",
-    "no_display_error_number",
-    "brief_diagnostics",
-    "fdevice_syntax_only",
-    "minimal",
-    "no_cache",
-    "device_float128",
-    "pch",
-    "pch_verbose",
-    "pch_messages",
-    "instantiate_templates_in_pch",
-    "use_libdevice",
-    "numba_debug",
-)
-
-_OFAST_VALUES = ("0", "min", "mid", "max")
-
-# (field, NVRTC spelling, kind), in emission order.  Kinds: "flag" (emitted
-# when true), "bool" (=true/=false), "value", "int", "list" (one flag per
-# item), "macro" (define_macro).
-_NVRTC_FLAGS = (
-    ("relocatable_device_code", "--relocatable-device-code", "bool"),
-    ("extensible_whole_program", "--extensible-whole-program", "flag"),
-    ("debug", "--device-debug", "flag"),
-    ("lineinfo", "--generate-line-info", "flag"),
-    ("device_code_optimize", "--dopt=on", "flag"),
-    ("ptxas_options", "--ptxas-options", "list"),
-    ("max_register_count", "--maxrregcount", "int"),
-    ("ftz", "--ftz", "bool"),
-    ("prec_sqrt", "--prec-sqrt", "bool"),
-    ("prec_div", "--prec-div", "bool"),
-    ("fma", "--fmad", "bool"),
-    ("use_fast_math", "--use_fast_math", "flag"),
-    ("extra_device_vectorization", "--extra-device-vectorization", "flag"),
-    ("link_time_optimization", "--dlink-time-opt", "flag"),
-    ("gen_opt_lto", "--gen-opt-lto", "flag"),
-    ("define_macro", "--define-macro", "macro"),
-    ("undefine_macro", "--undefine-macro", "list"),
-    ("include_path", "--include-path", "list"),
-    ("pre_include", "--pre-include", "list"),
-    ("no_source_include", "--no-source-include", "flag"),
-    ("std", "--std", "value"),
-    ("builtin_move_forward", "--builtin-move-forward", "bool"),
-    ("builtin_initializer_list", "--builtin-initializer-list", "bool"),
-    ("disable_warnings", "--disable-warnings", "flag"),
-    ("restrict", "--restrict", "flag"),
-    ("device_as_default_execution_space", "--device-as-default-execution-space", "flag"),
-    ("device_int128", "--device-int128", "flag"),
-    ("device_float128", "--device-float128", "flag"),
-    ("optimization_info", "--optimization-info", "value"),
-    ("no_display_error_number", "--no-display-error-number", "flag"),
-    ("diag_error", "--diag-error", "list"),
-    ("diag_suppress", "--diag-suppress", "list"),
-    ("diag_warn", "--diag-warn", "list"),
-    ("brief_diagnostics", "--brief-diagnostics", "bool"),
-    ("time", "--time", "value"),
-    ("split_compile", "--split-compile", "int"),
-    ("fdevice_syntax_only", "--fdevice-syntax-only", "flag"),
-    ("minimal", "--minimal", "flag"),
-    ("no_cache", "--no-cache", "flag"),
-    ("fdevice_time_trace", "--fdevice-time-trace", "value"),
-    ("frandom_seed", "--frandom-seed", "value"),
-    ("ofast_compile", "--Ofast-compile", "value"),
-    ("pch", "--pch", "flag"),
-    ("create_pch", "--create-pch", "value"),
-    ("use_pch", "--use-pch", "value"),
-    ("pch_dir", "--pch-dir", "value"),
-    ("pch_verbose", "--pch-verbose", "bool"),
-    ("pch_messages", "--pch-messages", "bool"),
-    ("instantiate_templates_in_pch", "--instantiate-templates-in-pch", "bool"),
-    ("numba_debug", "--numba-debug", "flag"),
-)
-
-# Options libNVVM does not take (everything but arch, debug,
-# device_code_optimize, ftz, prec_*, fma, numba_debug and the NVVM-only
-# fields).  ``link_time_optimization`` and ``no_cache`` are accepted and have
-# no NVVM flag (LTO output is chosen by the "ltoir" target).
-_NVVM_UNSUPPORTED = (
-    "relocatable_device_code",
-    "extensible_whole_program",
-    "lineinfo",
-    "ptxas_options",
-    "max_register_count",
-    "use_fast_math",
-    "extra_device_vectorization",
-    "gen_opt_lto",
-    "define_macro",
-    "undefine_macro",
-    "include_path",
-    "pre_include",
-    "no_source_include",
-    "std",
-    "builtin_move_forward",
-    "builtin_initializer_list",
-    "disable_warnings",
-    "restrict",
-    "device_as_default_execution_space",
-    "device_int128",
-    "optimization_info",
-    "no_display_error_number",
-    "diag_error",
-    "diag_suppress",
-    "diag_warn",
-    "brief_diagnostics",
-    "time",
-    "split_compile",
-    "fdevice_syntax_only",
-    "minimal",
-    "fdevice_time_trace",
-    "device_float128",
-    "frandom_seed",
-    "ofast_compile",
-    "pch",
-    "create_pch",
-    "use_pch",
-    "pch_dir",
-    "pch_verbose",
-    "pch_messages",
-    "instantiate_templates_in_pch",
-)
-
-# Fields whose "set" state is plain truthiness (a False flag emits nothing).
-_TRUTHY_FIELDS = frozenset(f for f, _, kind in _NVRTC_FLAGS if kind == "flag") | {
-    "use_libdevice",
-    "numba_debug",
-}
-
-
 # -- private helpers ---------------------------------------------------------------
 
 
-def _is_set(options, field):
-    value = getattr(options, field)
-    if field in _TRUTHY_FIELDS:
-        return bool(value)
-    return value is not None
-
-
-def _fspath(value):
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-
-def _as_list(value):
-    if isinstance(value, (str, int, os.PathLike)):
-        return [value]
-    return list(value)
-
-
-def _macros(value):
-    """Yield ``NAME`` / ``NAME=VALUE`` strings from a validated define_macro."""
-    if isinstance(value, (str, tuple)):
-        value = [value]
-    for macro in value:
-        yield macro if isinstance(macro, str) else f"{macro[0]}={macro[1]}"
-
-
-def _check_define_macro(value):
-    if value is None:
-        return
-    union = "a str, a (name, value) tuple of str, or a list of those"
-
-    def check_one(macro, where):
-        if isinstance(macro, str):
-            return
-        if isinstance(macro, tuple):
-            if len(macro) != 2 or not all(isinstance(v, str) for v in macro):
-                raise ValueError(
-                    f"ProgramOptions.define_macro{where}: expected define_macro tuple[str, str] "
-                    f"(name, value), got {macro!r}"
-                )
-            return
-        raise TypeError(f"ProgramOptions.define_macro{where} must be {union}, got {macro!r}")
-
-    if isinstance(value, (str, tuple)):
-        check_one(value, "")
-    elif isinstance(value, list):
-        for i, macro in enumerate(value):
-            check_one(macro, f"[{i}]")
-    else:
-        raise TypeError(f"ProgramOptions.define_macro must be {union}, got {value!r}")
-
-
-def _check_diag(field, value):
-    if value is None:
-        return
-    items = value if isinstance(value, (list, tuple)) else [value]
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise TypeError(
-                f"ProgramOptions.{field} must be an int or a list/tuple of int "
-                f"(diagnostic numbers), got {value!r}"
-            )
-        if item < 0:
-            raise ValueError(f"ProgramOptions.{field} must hold non-negative numbers, got {item}")
-
-
-def _check_extra_sources(value):
-    if value is None:
-        return
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(
-            "extra_sources must be a sequence of 2-tuples: ((name1, source1), (name2, source2), "
-            f"...), not {type(value).__name__}"
-        )
-    for i, module in enumerate(value):
-        if not isinstance(module, tuple) or len(module) != 2:
-            raise TypeError(
-                f"Each extra module must be a 2-tuple (name, source), got "
-                f"{type(module).__name__} at index {i}"
-            )
-        name, source = module
-        if not isinstance(name, str):
-            raise TypeError(f"Module name at index {i} must be a string, got {type(name).__name__}")
-        if not isinstance(source, (str, bytes, bytearray)):
-            raise TypeError(
-                f"Module source at index {i} must be str (textual LLVM IR), bytes (textual "
-                f"LLVM IR or bitcode), or bytearray, got {type(source).__name__}"
-            )
-        if len(source) == 0:
-            raise ValueError(f"Module source for '{name}' (index {i}) cannot be empty")
-
-
-def _translate_to_linker_options(options):
-    """Map the ProgramOptions a PTX program uses onto LinkerOptions."""
-    return LinkerOptions(
-        name=options.name,
-        arch=options.arch,
-        max_register_count=options.max_register_count,
-        time=None if options.time is None else bool(options.time),
-        link_time_optimization=options.link_time_optimization,
-        debug=options.debug,
-        lineinfo=options.lineinfo,
-        ftz=options.ftz,
-        prec_div=options.prec_div,
-        prec_sqrt=options.prec_sqrt,
-        fma=options.fma,
-        split_compile=options.split_compile,
-        ptxas_options=options.ptxas_options,
-        no_cache=options.no_cache,
-    )
+class _UnsupportedCodeTypeError(ValueError, RuntimeError):
+    """Unknown ``code_type``: a ValueError, and a RuntimeError as in ``cuda.core``."""
 
 
 def _pch_status(prog):
@@ -1150,21 +547,12 @@ def _driver_ptx_state():
     return state
 
 
-def _destroy_nvrtc(box):
-    status = lib.nvrtcDestroyProgram(box)
+def _destroy_quietly(destroy, what, box):
+    """Finalizer: destroy an unclosed NVRTC/NVVM program, warning on failure."""
+    status = destroy(box)
     if status:
         warnings.warn(
-            f"nvrtcDestroyProgram (Program finalizer) failed with status {status}",
-            CUDAWarning,
-            stacklevel=2,
-        )
-
-
-def _destroy_nvvm(box):
-    status = lib.nvvmDestroyProgram(box)
-    if status:
-        warnings.warn(
-            f"nvvmDestroyProgram (Program finalizer) failed with status {status}",
+            f"{what} (Program finalizer) failed with status {status}",
             CUDAWarning,
             stacklevel=2,
         )

@@ -1,20 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""CUDA streams: :class:`Stream`, :class:`StreamOptions` and the default streams.
+"""CUDA streams: :class:`Stream`, its creation and the conversion of stream-like objects.
 
 A stream is either *owned* (made by :meth:`Device.create_stream
 <cuda_core.Device.create_stream>`; :meth:`Stream.close` destroys it) or
 *borrowed* (wrapping a handle or a foreign object that implements
 ``__cuda_stream__``; closing only drops the reference to the foreign owner).
-:data:`LEGACY_DEFAULT_STREAM` and :data:`PER_THREAD_DEFAULT_STREAM` are
-module singletons that always refer to the calling thread's current context.
+Its options are in :mod:`cuda_core._stream_options`, the default streams
+in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
+``__cuda_stream__`` in :mod:`cuda_core._stream_protocol`.
 """
 
 from __future__ import annotations
-
-import operator
-import os
-import warnings
-from dataclasses import dataclass
 
 from cuda_core._context import (
     _bufs,
@@ -27,6 +23,8 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
 from cuda_core._event import Event, _new_event, _OpenEvent
+from cuda_core._stream_options import _LEAST_PRIORITY, StreamOptions, _priority_range
+from cuda_core._stream_protocol import _as_index, _graph_builder_type, _stream_address
 from cuda_core._utils import (
     as_int_handle,
     check_or_create_options,
@@ -36,22 +34,11 @@ from cuda_core._utils import (
     require_open,
 )
 
-__all__ = [
-    "LEGACY_DEFAULT_STREAM",
-    "PER_THREAD_DEFAULT_STREAM",
-    "Stream",
-    "StreamOptions",
-    "default_stream",
-]
+__all__ = ["Stream"]
 
 _NON_BLOCKING = lib.CU_STREAM_NON_BLOCKING
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
-_ENV_PER_THREAD = "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM"
-
-# device ordinal -> (least priority, greatest priority); device-wide facts.
-_PRIORITY_RANGES = {}
-_LEAST_PRIORITY = {}  # device ordinal -> default (lowest) priority
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_stream_create = lib.cc_stream_create
 _cc_stream_new = lib.cc_stream_new
@@ -64,56 +51,6 @@ _cuEventRecord = lib.cuEventRecord
 # Kinds of Stream objects.
 _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
 _MAX_DEFAULT_HANDLE = 2  # CU_STREAM_LEGACY is 1, CU_STREAM_PER_THREAD is 2
-
-
-@dataclass
-class StreamOptions:
-    """Options for :meth:`Device.create_stream <cuda_core.Device.create_stream>`.
-
-    Attributes
-    ----------
-    nonblocking : bool, optional
-        The stream does not synchronize with the legacy default (NULL)
-        stream (default True).
-    priority : int, optional
-        Stream priority; a lower number is a higher priority.  None (the
-        default) means the lowest priority.  The allowed range comes from the
-        device (``cuCtxGetStreamPriorityRange``); values outside it raise
-        ValueError at stream creation.
-
-    Raises
-    ------
-    TypeError
-        When ``nonblocking`` is not a bool or ``priority`` is not an int or None.
-    """
-
-    nonblocking: bool = True
-    priority: int | None = None
-
-    def __post_init__(self):
-        value = self.nonblocking
-        if isinstance(value, bool):
-            pass
-        elif type(value) is int and value in (0, 1):
-            self.nonblocking = bool(value)
-        else:
-            raise TypeError(
-                f"StreamOptions.nonblocking must be a bool (True or False), got {value!r} "
-                f"of type {type(value).__name__}"
-            )
-        priority = self.priority
-        if priority is not None:
-            value = _as_index(priority)
-            if value is None:
-                raise TypeError(
-                    "StreamOptions.priority must be an int or None, got "
-                    f"{priority!r} of type {type(priority).__name__}"
-                )
-            self.priority = value
-
-
-class _WaitArgumentError(TypeError, ValueError):
-    """Stream.wait got something that is neither an event nor a stream."""
 
 
 class Stream:
@@ -478,31 +415,13 @@ class Stream:
         return self._closed
 
 
-LEGACY_DEFAULT_STREAM = Stream._legacy_default()
-PER_THREAD_DEFAULT_STREAM = Stream._per_thread_default()
-
-
-def default_stream():
-    """Return the default stream chosen by the environment.
-
-    :data:`PER_THREAD_DEFAULT_STREAM` when the environment variable
-    ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` holds a non-zero integer
-    (read like C's ``strtol``: ``"1"``, ``" 2x"``), otherwise
-    :data:`LEGACY_DEFAULT_STREAM`.
-
-    Returns
-    -------
-    Stream
-    """
-    value = os.environ.get(_ENV_PER_THREAD)
-    if value and _leading_int(value):
-        return PER_THREAD_DEFAULT_STREAM
-    return LEGACY_DEFAULT_STREAM
-
-
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
+class _WaitArgumentError(TypeError, ValueError):
+    """Stream.wait got something that is neither an event nor a stream."""
+
+
 def _as_stream(obj, what="stream"):
     """Return ``obj`` as a Stream.
 
@@ -542,57 +461,6 @@ def _as_open_stream(obj, what="stream"):
     return obj
 
 
-_GRAPH_BUILDER = []  # [class or None] once looked up
-
-
-def _graph_builder_type():
-    """Return cuda_core.graph.GraphBuilder, or None where graphs are unavailable."""
-    if _GRAPH_BUILDER:
-        return _GRAPH_BUILDER[0]
-    try:
-        from cuda_core.graph import GraphBuilder
-    except ImportError:
-        return None  # not cached: the module may be importable later
-    _GRAPH_BUILDER.append(GraphBuilder)
-    return GraphBuilder
-
-
-def _stream_address(obj):
-    """Return the stream address an object publishes through ``__cuda_stream__``."""
-    try:
-        attr = obj.__cuda_stream__
-    except AttributeError:
-        raise TypeError(f"{type(obj).__name__} object does not implement __cuda_stream__") from None
-    if callable(attr):
-        info = attr()
-    else:
-        warnings.warn(
-            "implementing __cuda_stream__ as an attribute is deprecated; it must be a method",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-        info = attr
-    try:
-        length = len(info)
-    except TypeError:
-        raise ValueError(
-            f"__cuda_stream__() must return a (version, address) pair, got {type(info).__name__}"
-        ) from None
-    if length != 2:
-        raise ValueError(
-            f"__cuda_stream__() must return a (version, address) pair, got {length} elements"
-        )
-    if info[0] != 0:
-        raise ValueError(f"__cuda_stream__() protocol version must be 0, got {info[0]!r}")
-    raw = info[1]
-    address = _as_index(raw)
-    if address is None:
-        raise ValueError(f"__cuda_stream__() address must be an int, got {type(raw).__name__}")
-    if address < 0:
-        raise ValueError(f"__cuda_stream__() address must be non-negative, got {address}")
-    return address
-
-
 def _destroy_stream(c_stream):
     """Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
 
@@ -603,23 +471,6 @@ def _destroy_stream(c_stream):
     status = lib.cuStreamDestroy(c_stream)
     if status:
         warn_cuda("cuStreamDestroy (Stream finalizer)", status)
-
-
-def _priority_range(ctx):
-    """Return (least, greatest) stream priority on ``ctx``'s device (cached per device)."""
-    rng = _PRIORITY_RANGES.get(ctx._device_id)
-    if rng is None:
-        least = ffi.new("int *")
-        greatest = ffi.new("int *")
-        pushed = _push_if_needed(ctx._handle)
-        try:
-            check(lib.cuCtxGetStreamPriorityRange(least, greatest))
-        finally:
-            if pushed:
-                _pop()
-        rng = _PRIORITY_RANGES[ctx._device_id] = (least[0], greatest[0])
-        _LEAST_PRIORITY[ctx._device_id] = least[0]
-    return rng
 
 
 def _create_stream(cls, options, ctx):
@@ -711,34 +562,3 @@ def _wait_on_stream(c_waiter, c_other, c_ctx):
     finally:
         if pushed:
             _pop()
-
-
-def _as_index(value):
-    """Return ``value`` as an int (``operator.index``), or None for a non-integer.
-
-    Bools (also NumPy's), classes and objects whose ``__index__`` fails
-    (``int`` itself, multi-element arrays) are not integers.
-    """
-    if isinstance(value, (bool, type)):
-        return None
-    tp = type(value)
-    if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
-        return None  # numpy.bool_ is a bool, however NumPy treats it as an index
-    try:
-        return operator.index(value)
-    except Exception:  # noqa: BLE001 - any failure means "not an integer"
-        return None
-
-
-def _leading_int(text):
-    """Return the integer at the start of ``text`` (0 if none), as C's strtol does."""
-    text = text.lstrip()
-    end = 0
-    if text[:1] in ("+", "-"):
-        end = 1
-    start = end
-    while end < len(text) and text[end].isdigit() and text[end].isascii():
-        end += 1
-    if end == start:
-        return 0
-    return int(text[:end])

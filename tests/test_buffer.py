@@ -19,7 +19,7 @@ import pytest
 from cuda_core import LEGACY_DEFAULT_STREAM, Buffer, CUDAError, CUDAWarning, MemoryResource
 from cuda_core._cuda_ffi import ffi
 from cuda_core._memory import _dlpack
-from cuda_core._memory._buffer import _parse_fill_value
+from cuda_core._memory._buffer_helpers import _parse_fill_value
 
 IS_PYPY = sys.implementation.name == "pypy"
 

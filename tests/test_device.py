@@ -363,7 +363,8 @@ def test_memory_resource_default_and_allocate(device, stream):
 
 @pytest.mark.gpu
 def test_create_graph_builder_owns_a_new_stream(device):
-    from cuda_core._stream import _as_stream, _graph_builder_type
+    from cuda_core._stream import _as_stream
+    from cuda_core._stream_protocol import _graph_builder_type
 
     builder_type = _graph_builder_type()
     if builder_type is None:
@@ -380,7 +381,7 @@ def test_create_graph_builder_owns_a_new_stream(device):
 
 @pytest.mark.gpu
 def test_create_graph_builder_without_graph_module(device):
-    from cuda_core._stream import _graph_builder_type
+    from cuda_core._stream_protocol import _graph_builder_type
 
     if _graph_builder_type() is not None:
         pytest.skip("cuda_core.graph is available; the graph tests cover the builder")

@@ -8,7 +8,8 @@ import pytest
 from cuda_core import Device, Kernel, LaunchConfig, Program, ProgramOptions
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._kernel import MaxPotentialBlockSizeOccupancyResult, ParamInfo
+from cuda_core._kernel import ParamInfo
+from cuda_core._kernel_occupancy import MaxPotentialBlockSizeOccupancyResult
 
 pytestmark = pytest.mark.gpu
 

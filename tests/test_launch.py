@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from cuda_core import CUDAError, Device, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core._arg_types import GRAPH_CONDITION_MARKER
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._launcher import GRAPH_CONDITION_MARKER
 
 pytestmark = pytest.mark.gpu
 

@@ -16,13 +16,12 @@ import numpy as np
 import pytest
 
 from cuda_core import Buffer, LaunchConfig, launch
+from cuda_core._arg_plan import _GUARD_MAX, _packed_arguments
+from cuda_core._arg_types import GRAPH_CONDITION_MARKER
 from cuda_core._cuda_ffi import ffi
-from cuda_core._kernel import Kernel, KernelAttributes, KernelOccupancy, ParamInfo
-from cuda_core._launcher import (
-    _GUARD_MAX,
-    GRAPH_CONDITION_MARKER,
-    _packed_arguments,
-)
+from cuda_core._kernel import Kernel, ParamInfo
+from cuda_core._kernel_attributes import KernelAttributes
+from cuda_core._kernel_occupancy import KernelOccupancy
 from cuda_core._stream import Stream
 
 

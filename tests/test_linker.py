@@ -195,7 +195,7 @@ def test_driver_options_translation():
 
 
 def test_jit_target_values():
-    from cuda_core._linker import _jit_target
+    from cuda_core._linker_options import _jit_target
 
     assert _jit_target("sm_75") == 75
     assert _jit_target("compute_90") == 90
@@ -309,9 +309,9 @@ def test_numba_debug_warns():
 
 
 def test_linker_arch_without_gpu_fails_clearly(monkeypatch):
-    import cuda_core._linker as linker_mod
+    import cuda_core._compile_common as common_mod
 
-    monkeypatch.setattr(linker_mod, "_query_device_arch", lambda: (None, "no CUDA driver"))
+    monkeypatch.setattr(common_mod, "_query_device_arch", lambda: (None, "no CUDA driver"))
     with pytest.raises(ValueError, match=r"LinkerOptions\.arch is not set.*Pass arch="):
         LinkerOptions().as_bytes()
 
@@ -323,10 +323,10 @@ def test_linker_arch_without_gpu_fails_clearly(monkeypatch):
 def test_driver_linker_backend(device, monkeypatch):
     from test_module import _check_loads
 
-    import cuda_core._linker as linker_mod
+    import cuda_core._linker_backend as backend_mod
     from cuda_core import CUDAError
 
-    monkeypatch.setattr(linker_mod, "_BACKEND", CompilerBackendType.DRIVER)
+    monkeypatch.setattr(backend_mod, "_BACKEND", CompilerBackendType.DRIVER)
     assert Linker.which_backend() is CompilerBackendType.DRIVER
     arch = f"sm_{device.arch}"
     # The driver JIT-compiles PTX only from compilers no newer than itself.

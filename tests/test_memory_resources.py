@@ -28,7 +28,7 @@ from cuda_core import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _default_memory_resource, _SynchronousMemoryResource
-from cuda_core._memory._memory_pool import DMR_mempool_get_access, MemoryPoolAccess
+from cuda_core._memory._peer_access import DMR_mempool_get_access, MemoryPoolAccess
 
 IS_PYPY = sys.implementation.name == "pypy"
 

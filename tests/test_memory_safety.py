@@ -30,7 +30,14 @@ from cuda_core import (
     VirtualMemoryResourceOptions,
 )
 from cuda_core._cuda_ffi import ffi
-from cuda_core._memory import _buffer, _legacy, _memory_pool, _pinned_memory_resource
+from cuda_core._memory import (
+    _buffer,
+    _legacy,
+    _memory_pool,
+    _owned_pool,
+    _pinned_memory_resource,
+    _release,
+)
 
 
 def _collect():
@@ -123,7 +130,8 @@ class _FakeDriver:
 def driver(monkeypatch):
     fake = _FakeDriver()
     monkeypatch.setattr(_memory_pool, "lib", fake)
-    monkeypatch.setattr(_buffer, "_cuMemFreeAsync", fake.cuMemFreeAsync)
+    monkeypatch.setattr(_owned_pool, "lib", fake)
+    monkeypatch.setattr(_release, "_cuMemFreeAsync", fake.cuMemFreeAsync)
     return fake
 
 
@@ -221,7 +229,7 @@ def test_pool_not_owned_does_not_count(driver):
     mr._ipc_data = None
     mr._set_pool(ffi.cast("CUmemoryPool", 0x5000), False, 0)
     buf = _pool_buffer(mr, 0x100)
-    assert buf._release is _buffer._InlinePool
+    assert buf._release is _release._InlinePool
     mr.close()
     buf.close()
     assert driver.calls == [("free", 0x100)]
@@ -250,6 +258,7 @@ class _FakeSyncDriver:
 def test_legacy_pinned_frees_after_its_stream_closed(monkeypatch):
     fake = _FakeSyncDriver()
     monkeypatch.setattr(_legacy, "lib", fake)
+    monkeypatch.setattr(LegacyPinnedMemoryResource, "_c_free", staticmethod(fake.cuMemFreeHost))
     mr = LegacyPinnedMemoryResource()
     s = Stream.from_handle(0x1234)
     buf = Buffer.from_handle(0x10000, 64, mr=mr, stream=s)

@@ -324,14 +324,14 @@ def test_paths_are_accepted(tmp_path):
 
 @requires_nvrtc
 def test_arch_without_gpu_fails_clearly_when_needed(monkeypatch):
-    import cuda_core._linker as linker_mod
-    import cuda_core._program as program_mod
+    import cuda_core._compile_common as common_mod
+    import cuda_core._program_options as options_mod
 
     def no_device():
         return None, "the CUDA driver could not be loaded"
 
-    monkeypatch.setattr(program_mod, "_query_device_arch", no_device)
-    monkeypatch.setattr(linker_mod, "_query_device_arch", no_device)
+    monkeypatch.setattr(options_mod, "_query_device_arch", no_device)
+    monkeypatch.setattr(common_mod, "_query_device_arch", no_device)
     opts = ProgramOptions(debug=True)  # construction succeeds
     assert opts.arch is None
     for backend in ("nvrtc", "nvvm"):
@@ -344,9 +344,9 @@ def test_arch_without_gpu_fails_clearly_when_needed(monkeypatch):
 
 
 def test_arch_defaults_to_device_when_present(monkeypatch):
-    import cuda_core._program as program_mod
+    import cuda_core._program_options as options_mod
 
-    monkeypatch.setattr(program_mod, "_query_device_arch", lambda: ("sm_86", None))
+    monkeypatch.setattr(options_mod, "_query_device_arch", lambda: ("sm_86", None))
     assert ProgramOptions().arch == "sm_86"
     assert ProgramOptions().as_bytes("nvrtc")[0] == b"-arch=sm_86"
 
@@ -366,9 +366,9 @@ def test_real_default_arch_matches_environment():
 
 @requires_nvrtc
 def test_program_accepts_options_instance_dict_and_none(monkeypatch):
-    import cuda_core._program as program_mod
+    import cuda_core._program_options as options_mod
 
-    monkeypatch.setattr(program_mod, "_query_device_arch", lambda: ("sm_80", None))
+    monkeypatch.setattr(options_mod, "_query_device_arch", lambda: ("sm_80", None))
     for options in (ProgramOptions(arch="sm_80", name="p"), {"arch": "sm_80", "name": "p"}):
         with Program(KERNEL, "c++", options) as prog:
             assert prog.compile("ptx").name == "p"

@@ -24,8 +24,9 @@ from cuda_core import (
     StreamOptions,
 )
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._default_stream import _leading_int, default_stream
 from cuda_core._errors import check
-from cuda_core._stream import _as_stream, _leading_int, default_stream
+from cuda_core._stream import _as_stream
 
 ENV = "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM"
 
@@ -538,7 +539,7 @@ def test_finalizer_destroys_only_unclosed_owned_streams(device, monkeypatch):
 
 @pytest.mark.gpu
 def test_create_graph_builder_on_this_stream(stream):
-    from cuda_core._stream import _graph_builder_type
+    from cuda_core._stream_protocol import _graph_builder_type
 
     if _graph_builder_type() is None:
         pytest.skip("cuda_core.graph is not available")
@@ -553,7 +554,7 @@ def test_create_graph_builder_on_this_stream(stream):
 
 @pytest.mark.gpu
 def test_create_graph_builder_without_graph_module(stream):
-    from cuda_core._stream import _graph_builder_type
+    from cuda_core._stream_protocol import _graph_builder_type
 
     if _graph_builder_type() is not None:
         pytest.skip("cuda_core.graph is available; the graph tests cover the builder")

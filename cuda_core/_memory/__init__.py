@@ -15,6 +15,8 @@ from cuda_core._memory._legacy import *  # noqa: F403
 from cuda_core._memory._legacy import __all__ as _legacy_all
 from cuda_core._memory._managed_memory_resource import *  # noqa: F403
 from cuda_core._memory._managed_memory_resource import __all__ as _managed_all
+from cuda_core._memory._memory_resource import *  # noqa: F403
+from cuda_core._memory._memory_resource import __all__ as _mr_all
 from cuda_core._memory._pinned_memory_resource import *  # noqa: F403
 from cuda_core._memory._pinned_memory_resource import __all__ as _pinned_all
 from cuda_core._memory._virtual_memory_resource import *  # noqa: F403
@@ -22,6 +24,7 @@ from cuda_core._memory._virtual_memory_resource import __all__ as _vmr_all
 
 __all__ = [
     *_buffer_all,
+    *_mr_all,
     *_dmr_all,
     *_gmr_all,
     *_ipc_all,

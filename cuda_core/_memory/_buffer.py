@@ -1,37 +1,39 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Buffers (handles to allocated memory) and the MemoryResource interface.
+"""Buffers: handles to allocated memory.
 
-A :class:`Buffer` is created by a :class:`MemoryResource` (or wrapped around
-an existing pointer with :meth:`Buffer.from_handle`).  It keeps its memory
-resource alive and frees the memory through it on :meth:`Buffer.close`, on
-leaving a ``with`` block, or -- as a safety net -- when it is garbage
-collected.  A failure while freeing raises from ``close()`` and becomes a
-:class:`~cuda_core.CUDAWarning` from the garbage collector.
+A :class:`Buffer` is created by a :class:`~cuda_core.MemoryResource` (or
+wrapped around an existing pointer with :meth:`Buffer.from_handle`).  It
+keeps its memory resource alive and frees the memory through it on
+:meth:`Buffer.close`, on leaving a ``with`` block, or -- as a safety net --
+when it is garbage collected (see ``_release``).
 """
 
 from __future__ import annotations
 
-import abc
-import operator
-import sys
-import warnings
-
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
+from cuda_core._default_stream import default_stream as _default_stream
+from cuda_core._errors import check
 from cuda_core._memory import _dlpack
-from cuda_core._stream import Stream as _Stream
+from cuda_core._memory._buffer_helpers import (
+    _as_address,
+    _as_size,
+    _check_no_options,
+    _parse_fill_value,
+    _query_memory_attrs,
+)
+from cuda_core._memory._memory_resource import MemoryResource
+from cuda_core._memory._release import (
+    _buffer_finalizer,
+    _close_open_buffer,
+    _Extra,
+    _InlinePool,
+    _OwnedPoolRelease,
+    _Release,
+)
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import _as_stream as _stream_accept
-from cuda_core._stream import _OpenStream
-from cuda_core._stream import default_stream as _default_stream
-from cuda_core._utils import as_int_handle, open_class, require_open
+from cuda_core._utils import open_class, require_open
 
-__all__ = ["Buffer", "MemoryResource"]
-
-_SIZE_MAX = (1 << 64) - 1
-_NULL = ffi.NULL
-_cuMemFreeAsync = lib.cuMemFreeAsync
-_is_finalizing = sys.is_finalizing
+__all__ = ["Buffer"]
 
 
 class Buffer:
@@ -197,7 +199,7 @@ class Buffer:
     def _from_pool(cls, c_ptr, size, mr, stream, ipc_descriptor=None, pool=None):
         """Wrap a stream-ordered pool allocation, freed by cuMemFreeAsync.
 
-        ``pool``: the ``_memory_pool._OwnedPool`` of an owned pool, which
+        ``pool``: the ``_owned_pool._OwnedPool`` of an owned pool, which
         counts the allocation as outstanding until it is freed.
         """
         self = _open_buffer_class(cls)()
@@ -549,360 +551,14 @@ class Buffer:
         return extra.attrs
 
 
-class MemoryResource(abc.ABC):
-    """Interface of objects that allocate and free :class:`Buffer` memory.
-
-    Subclasses implement :meth:`allocate`, :meth:`deallocate` and the
-    ``is_device_accessible`` / ``is_host_accessible`` properties (and
-    ``device_id``/``is_managed`` where the defaults do not fit).  Every buffer
-    a resource returns inherits these properties; a Python subclass usually
-    returns ``Buffer.from_handle(ptr, size, mr=self)``, which makes the buffer
-    call :meth:`deallocate` when it is closed.
-    """
-
-    __slots__ = ("__weakref__",)
-
-    @abc.abstractmethod
-    def allocate(self, size, *, stream):
-        """Allocate a buffer of ``size`` bytes.
-
-        Parameters
-        ----------
-        size : int
-            Size in bytes.
-        stream : Stream or GraphBuilder
-            Keyword-only; the stream that orders the allocation (and, for
-            stream-ordered resources, the buffer's deallocation).
-
-        Returns
-        -------
-        Buffer
-        """
-
-    @abc.abstractmethod
-    def deallocate(self, ptr, size, *, stream):
-        """Free memory that :meth:`allocate` returned.
-
-        Parameters
-        ----------
-        ptr : int
-            The address.
-        size : int
-            The size in bytes.
-        stream : Stream or GraphBuilder
-            Keyword-only; the stream that orders the deallocation.
-        """
-
-    @property
-    @abc.abstractmethod
-    def is_device_accessible(self):
-        """bool: Whether buffers from this resource are accessible from the GPU."""
-
-    @property
-    @abc.abstractmethod
-    def is_host_accessible(self):
-        """bool: Whether buffers from this resource are accessible from the CPU."""
-
-    @property
-    def is_managed(self):
-        """bool: Whether buffers from this resource are managed memory (False)."""
-        return False
-
-    @property
-    def device_id(self):
-        """int: The device this resource allocates on, or -1 (the default)."""
-        return -1
-
-
-# --------------------------------------------------------------------------
-# Deallocation (explicit close and the garbage-collection safety net)
-# --------------------------------------------------------------------------
-def _buffer_finalizer(self):
-    """``__del__`` of open buffers (see :func:`~cuda_core._utils.open_class`).
-
-    The garbage-collection safety net; close() (or ``with``) is the lifetime
-    tool.  Failures become CUDAWarning.
-    """
-    try:
-        rel = self._release
-        if rel is None or self._closed:
-            return
-    except AttributeError:  # never filled in
-        return
-    self._closed = True
-    if _is_finalizing():  # at exit the driver reclaims everything
-        return
-    if rel is _InlinePool:
-        _collect_inline(self._ptr, self._dstream)
-    else:
-        rel._collect()
-
-
-def _open_buffer_class(cls):
-    """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
-    return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)
-
-
-def _close_open_buffer(self, stream=None):
-    # close() of an open buffer; _OpenBuffer's close() (its class says it is open).
-    if stream is None:
-        s = None
-    else:
-        cls = stream.__class__
-        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
-    self._closed = True
-    self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
-    c_ptr = self._ptr
-    self._ptr = 0
-    self._size = 0
-    self._mr = None
-    self._extra = None
-    rel = self._release
-    if rel is _InlinePool:  # the common case, inline
-        if s is None:
-            s = self._dstream
-        # _free_order_handle(s), inline (this is the hot path).
-        status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
-        if status:
-            check(status, "Buffer.close")
-    elif rel is not None:
-        rel.run(s)
-
-
 #: The class of open Buffers (Buffer and its open twin share one layout).  An
 #: instance is open: close() makes it a Buffer.
 _OpenBuffer = open_class(Buffer, _buffer_finalizer, close=_close_open_buffer)
 
 
-class _Release:
-    """Frees one allocation through ``mr.deallocate`` (owned by one Buffer).
-
-    ``Buffer.close`` frees through :meth:`run` (failures raise) and
-    ``_buffer_finalizer`` through :meth:`_collect` (failures become
-    :class:`~cuda_core.CUDAWarning`); each runs only while the Buffer is
-    open and marks it closed first, so the memory is freed once.
-    """
-
-    __slots__ = ("mr", "ptr", "size", "stream")
-
-    def __init__(self, mr, ptr, size, stream):
-        self.mr = mr
-        self.ptr = ptr
-        self.size = size
-        self.stream = stream
-
-    def _collect(self):
-        if in_forked_child():
-            return  # the parent's memory: a forked child must not free it
-        try:
-            self.mr.deallocate(self.ptr, self.size, stream=self._recorded_stream())
-        except Exception as exc:  # noqa: BLE001 - a finalizer must not raise
-            warnings.warn(
-                f"{type(self.mr).__name__}.deallocate({self.ptr:#x}, {self.size}) failed while "
-                f"a Buffer was garbage collected; the memory may have leaked: {exc}",
-                CUDAWarning,
-                stacklevel=2,
-            )
-
-    def run(self, stream):
-        if stream is None:
-            stream = self._recorded_stream()
-        self.mr.deallocate(self.ptr, self.size, stream=stream)
-
-    def _recorded_stream(self):
-        """The stream to free on when none is given: the recorded one if usable.
-
-        A closed recorded stream cannot order anything.  Resources whose
-        ``_accepts_closed_stream`` is true (the synchronous ones, which then
-        synchronize the stream's context) still receive it; the others get
-        the default stream.
-        """
-        stream = self.stream
-        if stream is None:
-            return _default_stream()
-        if stream._closed and not getattr(self.mr, "_accepts_closed_stream", False):
-            return _default_stream()
-        return stream
-
-
-class _InlinePool:
-    """Marker in ``Buffer._release``: a pool allocation the Buffer frees itself.
-
-    Allocations from a pool the resource does not own (the default pools,
-    imported IPC memory, graph allocations) need nothing beyond
-    ``cuMemFreeAsync`` on the deallocation stream, so ``Buffer.close`` does
-    that directly and ``_buffer_finalizer`` is the safety net: no separate
-    object per allocation.
-    """
-
-
-def _free_order_handle(stream):
-    """The handle that orders a ``cuMemFreeAsync`` on ``stream`` (a Stream or None).
-
-    A closed (destroyed) stream cannot order anything, and None names none:
-    both give NULL, the legacy default stream.
-    """
-    return _NULL if stream is None or stream._closed else stream._handle
-
-
-def _collect_inline(c_ptr, stream):
-    """Free a garbage-collected _InlinePool allocation; failures become CUDAWarning."""
-    if in_forked_child():
-        return  # the parent's memory: a forked child must not free it
-    status = _cuMemFreeAsync(c_ptr, _free_order_handle(stream))
-    if status:
-        warn_cuda(f"cuMemFreeAsync({c_ptr:#x}) of a garbage-collected Buffer", status)
-
-
-class _OwnedPoolRelease(_Release):
-    """Frees an allocation of an owned pool, then tells the pool (``pool``).
-
-    The pool (``_memory_pool._OwnedPool``) counts outstanding allocations so
-    that a closed pool is destroyed only after its last buffer is freed; the
-    stream that ordered the free is passed along, so the pool can wait for it.
-    """
-
-    __slots__ = ("pool",)
-
-    def _collect(self):
-        try:
-            _collect_inline(self.ptr, self.stream)
-        finally:
-            self.pool.release(raise_errors=False, stream=self.stream)
-
-    def run(self, stream):
-        if stream is None:
-            stream = self.stream
-        try:
-            status = _cuMemFreeAsync(self.ptr, _free_order_handle(stream))
-            if status:
-                check(status, "Buffer.close")
-        finally:
-            self.pool.release(raise_errors=True, stream=stream)
-
-
-class _Extra:
-    """Rarely used Buffer state: owner, IPC descriptor, driver pointer attributes."""
-
-    __slots__ = ("owner", "ipc", "mapped", "attrs")
-
-    def __init__(self, owner, ipc_descriptor):
-        self.owner = owner
-        self.ipc = ipc_descriptor
-        self.mapped = ipc_descriptor is not None
-        self.attrs = None
-
-
-# --------------------------------------------------------------------------
-# Helpers
-# --------------------------------------------------------------------------
-def _as_address(ptr, what="ptr"):
-    """Return ``ptr`` as an int address in ``[0, 2**64)``.
-
-    Accepts None (0), an int or any integer object with ``__index__`` (not a
-    bool), a cffi pointer, and the handle objects of cuda-bindings (such as
-    ``CUdeviceptr``, which convert with ``int()``).  Floats, strings and
-    other numbers that merely convert with ``int()`` are refused.
-    """
-    if ptr is None:
-        return 0
-    if ptr.__class__ is not int:
-        if isinstance(ptr, ffi.CData):
-            return as_int_handle(ptr)
-        if isinstance(ptr, bool):
-            raise TypeError(f"{what} must be an int address or a pointer object, not bool")
-        try:
-            ptr = operator.index(ptr)
-        except TypeError:
-            if not _is_bindings_handle(ptr):
-                raise TypeError(
-                    f"{what} must be an int address or a pointer object, not {type(ptr).__name__}"
-                ) from None
-            ptr = int(ptr)
-    if ptr < 0 or ptr > _SIZE_MAX:
-        raise ValueError(f"{what} must be an address in [0, 2**64), got {ptr}")
-    return ptr
-
-
-def _is_bindings_handle(obj):
-    """Whether ``obj`` is a handle object of cuda-bindings (e.g. ``CUdeviceptr``)."""
-    module = getattr(type(obj), "__module__", None) or ""
-    return module.startswith(("cuda.bindings.", "cuda.cuda", "cuda.ccuda")) and hasattr(
-        obj, "__int__"
-    )
-
-
-def _as_size(size):
-    if isinstance(size, bool) or not hasattr(size, "__index__"):
-        raise TypeError(f"size must be an int, not {type(size).__name__}")
-    size = size.__index__()
-    if size < 0:
-        raise ValueError(f"size must be >= 0, got {size}")
-    if size > _SIZE_MAX:
-        raise ValueError(f"size {size} does not fit in size_t (2**64 - 1 at most)")
-    return size
-
-
-def _check_no_options(options, what):
-    if options is not None:
-        raise NotImplementedError(
-            f"Buffer.{what}: copy options are not supported by cuda_core; pass options=None"
-        )
-
-
-class _FillValueRangeError(OverflowError, ValueError):
-    """An int fill value outside [0, 256): an OverflowError (as upstream) and a ValueError."""
-
-
-def _parse_fill_value(value):
-    """Return ``(bits, width)`` for :meth:`Buffer.fill`."""
-    if isinstance(value, int):
-        if not 0 <= value < 256:
-            raise _FillValueRangeError(
-                f"fill value {value} is out of range: an int value must be in [0, 256)"
-            )
-        return int(value), 1
-    try:
-        mv = memoryview(value)
-    except TypeError:
-        raise TypeError(
-            "fill value must be an int in [0, 256) or an object supporting the buffer "
-            f"protocol (1, 2 or 4 bytes), not {type(value).__name__}"
-        ) from None
-    raw = mv.tobytes()
-    if len(raw) not in (1, 2, 4):
-        raise ValueError(f"fill value must be 1, 2 or 4 bytes long, got {len(raw)} bytes")
-    return int.from_bytes(raw, sys.byteorder), len(raw)
-
-
-def _query_memory_attrs(c_ptr):
-    """Ask the driver what kind of memory ``c_ptr`` points to."""
-    memory_type = ffi.new("unsigned int *")
-    is_managed = ffi.new("int *")
-    device_id = ffi.new("int *")
-    attrs = ffi.new(
-        "CUpointer_attribute[3]",
-        [
-            lib.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-            lib.CU_POINTER_ATTRIBUTE_IS_MANAGED,
-            lib.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-        ],
-    )
-    values = ffi.new("void *[3]", [memory_type, is_managed, device_id])
-    status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
-    if status == lib.CUDA_ERROR_NOT_INITIALIZED:
-        check(lib.cuInit(0))
-        status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
-    check(status, "cuPointerGetAttributes")
-    mt = memory_type[0]
-    managed = bool(is_managed[0])
-    if mt == 0:  # not known to CUDA: plain host memory
-        return (False, True, -1, managed)
-    if managed or mt == lib.CU_MEMORYTYPE_HOST:
-        return (True, True, device_id[0], managed)
-    if mt == lib.CU_MEMORYTYPE_DEVICE:
-        return (True, False, device_id[0], managed)
-    raise ValueError(f"Unsupported memory type: {mt}")
+def _open_buffer_class(cls):
+    """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
+    return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)
 
 
 def _reduce_helper(mr, ipc_descriptor):

@@ -9,12 +9,8 @@ import multiprocessing.reduction
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _ipc
-from cuda_core._memory._memory_pool import (
-    PeerAccessibleBySetProxy,
-    _check_pool_options,
-    _MemPool,
-    _set_peer_accessible_by,
-)
+from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
+from cuda_core._memory._peer_access import PeerAccessibleBySetProxy, _set_peer_accessible_by
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]

@@ -14,7 +14,8 @@ import threading
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._memory._buffer import Buffer, MemoryResource, _as_stream
+from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._utils import as_int_handle
 
 __all__ = ["GraphMemoryResource"]

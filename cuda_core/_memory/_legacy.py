@@ -14,16 +14,131 @@ from __future__ import annotations
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._memory._buffer import (
-    Buffer,
-    MemoryResource,
-    _as_size,
-    _as_stream,
-    _stream_accept,
-)
+from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._memory._buffer_helpers import _as_size
+from cuda_core._memory._memory_resource import MemoryResource
+from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._utils import as_int_handle
 
 __all__ = ["LegacyPinnedMemoryResource", "_SynchronousMemoryResource"]
+
+
+class _SynchronousAllocatorResource(MemoryResource):
+    """Base of the resources over a synchronous driver allocator.
+
+    A subclass names its allocator in class attributes: ``_c_out_type`` (the
+    allocator's out-parameter), ``_c_alloc`` and ``_c_free`` (the driver
+    functions), ``_free_takes_pointer`` (whether ``_c_free`` takes a
+    ``void *`` rather than an address) and ``_alloc_name``/``_free_name``
+    (for error messages).
+    """
+
+    __slots__ = ()
+    # A buffer whose recorded stream was closed is still freed (see _Release).
+    _accepts_closed_stream = True
+
+    def allocate(self, size, stream=None):
+        """Allocate ``size`` bytes (synchronously).
+
+        :class:`LegacyPinnedMemoryResource` allocates pinned host memory,
+        ``_SynchronousMemoryResource`` device memory.
+
+        Parameters
+        ----------
+        size : int
+            Size in bytes.
+        stream : Stream or GraphBuilder, optional
+            Recorded as the deallocation stream; the allocation itself is
+            synchronous.  Defaults to the default stream.
+
+        Returns
+        -------
+        Buffer
+        """
+        size = _as_size(size)
+        s = _as_stream(stream) if stream is not None else None
+        if size == 0:
+            return Buffer._init(0, 0, self, stream=s)
+        out = ffi.new(self._c_out_type)
+        check(self._c_alloc(out, size), f"{self._alloc_name}({size})")
+        return Buffer._init(as_int_handle(out[0]), size, self, stream=s)
+
+    def deallocate(self, ptr, size, stream=None):
+        """Synchronize ``stream``, then free ``ptr`` (``cuMemFreeHost`` or ``cuMemFree``).
+
+        When ``stream`` is closed or None, the context is synchronized
+        instead (the closed stream's, else the current one).
+        """
+        ptr = int(ptr)
+        if ptr:
+            _sync_before_free(stream)
+            c_ptr = ffi.cast("void *", ptr) if self._free_takes_pointer else ptr
+            check(self._c_free(c_ptr), self._free_name)
+
+
+class LegacyPinnedMemoryResource(_SynchronousAllocatorResource):
+    """Pinned host memory from ``cuMemAllocHost`` (accessible from host and devices)."""
+
+    __slots__ = ()
+    _c_out_type = "void **"
+    _c_alloc = staticmethod(lib.cuMemAllocHost)
+    _c_free = staticmethod(lib.cuMemFreeHost)
+    _free_takes_pointer = True
+    _alloc_name = "cuMemAllocHost"
+    _free_name = "cuMemFreeHost"
+
+    def __repr__(self):
+        return "<LegacyPinnedMemoryResource>"
+
+    @property
+    def is_device_accessible(self):
+        """bool: True."""
+        return True
+
+    @property
+    def is_host_accessible(self):
+        """bool: True."""
+        return True
+
+    @property
+    def device_id(self):
+        """int: -1; this memory belongs to no device."""
+        return -1
+
+
+class _SynchronousMemoryResource(_SynchronousAllocatorResource):
+    """Device memory from ``cuMemAlloc``; freeing syncs the stream, then ``cuMemFree``."""
+
+    __slots__ = ("_device_id",)
+    _c_out_type = "CUdeviceptr *"
+    _c_alloc = staticmethod(lib.cuMemAlloc)
+    _c_free = staticmethod(lib.cuMemFree)
+    _free_takes_pointer = False
+    _alloc_name = "cuMemAlloc"
+    _free_name = "cuMemFree"
+
+    def __init__(self, device_id):
+        from cuda_core._device import Device
+
+        self._device_id = Device(device_id).device_id
+
+    def __repr__(self):
+        return f"<_SynchronousMemoryResource device_id={self._device_id}>"
+
+    @property
+    def is_device_accessible(self):
+        """bool: True."""
+        return True
+
+    @property
+    def is_host_accessible(self):
+        """bool: False."""
+        return False
+
+    @property
+    def device_id(self):
+        """int: The device ordinal."""
+        return self._device_id
 
 
 def _sync_before_free(stream):
@@ -61,115 +176,3 @@ def _sync_before_free(stream):
     finally:
         if pushed:
             _pop()
-
-
-class LegacyPinnedMemoryResource(MemoryResource):
-    """Pinned host memory from ``cuMemAllocHost`` (accessible from host and devices)."""
-
-    __slots__ = ()
-    # A buffer whose recorded stream was closed is still freed (see _Release).
-    _accepts_closed_stream = True
-
-    def __repr__(self):
-        return "<LegacyPinnedMemoryResource>"
-
-    def allocate(self, size, stream=None):
-        """Allocate ``size`` bytes of pinned host memory (synchronously).
-
-        Parameters
-        ----------
-        size : int
-            Size in bytes.
-        stream : Stream or GraphBuilder, optional
-            Recorded as the deallocation stream; the allocation itself is
-            synchronous.  Defaults to the default stream.
-
-        Returns
-        -------
-        Buffer
-        """
-        size = _as_size(size)
-        s = _as_stream(stream) if stream is not None else None
-        if size == 0:
-            return Buffer._init(0, 0, self, stream=s)
-        out = ffi.new("void **")
-        check(lib.cuMemAllocHost(out, size), f"cuMemAllocHost({size})")
-        return Buffer._init(as_int_handle(out[0]), size, self, stream=s)
-
-    def deallocate(self, ptr, size, stream=None):
-        """Synchronize ``stream``, then free ``ptr`` with ``cuMemFreeHost``.
-
-        When ``stream`` is closed or None, the context is synchronized
-        instead (the closed stream's, else the current one).
-        """
-        ptr = int(ptr)
-        if ptr:
-            _sync_before_free(stream)
-            check(lib.cuMemFreeHost(ffi.cast("void *", ptr)), "cuMemFreeHost")
-
-    @property
-    def is_device_accessible(self):
-        """bool: True."""
-        return True
-
-    @property
-    def is_host_accessible(self):
-        """bool: True."""
-        return True
-
-    @property
-    def device_id(self):
-        """int: -1; this memory belongs to no device."""
-        return -1
-
-
-class _SynchronousMemoryResource(MemoryResource):
-    """Device memory from ``cuMemAlloc``; freeing syncs the stream, then ``cuMemFree``."""
-
-    __slots__ = ("_device_id",)
-    # A buffer whose recorded stream was closed is still freed (see _Release).
-    _accepts_closed_stream = True
-
-    def __init__(self, device_id):
-        from cuda_core._device import Device
-
-        self._device_id = Device(device_id).device_id
-
-    def __repr__(self):
-        return f"<_SynchronousMemoryResource device_id={self._device_id}>"
-
-    def allocate(self, size, stream=None):
-        """Allocate ``size`` bytes of device memory (synchronously)."""
-        size = _as_size(size)
-        s = _as_stream(stream) if stream is not None else None
-        if size == 0:
-            return Buffer._init(0, 0, self, stream=s)
-        out = ffi.new("CUdeviceptr *")
-        check(lib.cuMemAlloc(out, size), f"cuMemAlloc({size})")
-        return Buffer._init(as_int_handle(out[0]), size, self, stream=s)
-
-    def deallocate(self, ptr, size, stream=None):
-        """Synchronize ``stream``, then free ``ptr`` with ``cuMemFree``.
-
-        When ``stream`` is closed or None, the context is synchronized
-        instead (the closed stream's, else the current one).
-        """
-        ptr = int(ptr)
-        if ptr:
-            _sync_before_free(stream)
-            check(lib.cuMemFree(ptr), "cuMemFree")
-
-    @property
-    def is_device_accessible(self):
-        """bool: True."""
-        return True
-
-    @property
-    def is_host_accessible(self):
-        """bool: False."""
-        return False
-
-    @property
-    def device_id(self):
-        """int: The device ordinal."""
-        return self._device_id

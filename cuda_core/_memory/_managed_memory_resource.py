@@ -155,9 +155,9 @@ class ManagedBuffer(Buffer):
 
     @property
     def preferred_location(self):
-        """Device, Host or None: The preferred location advice (settable; None unsets).
+        """Device, int or None: The preferred location advice (settable; None unsets).
 
-        Host NUMA preferences read back as a plain host location.
+        Host locations, NUMA preferences included, read back as ``-1``.
         """
         loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION)
         return _location_object(loc_id)
@@ -206,8 +206,8 @@ class AccessedBySet:
     """Live view of the accessed-by advice of a :class:`ManagedBuffer`.
 
     Membership and iteration query the driver; :meth:`add` and
-    :meth:`discard` apply advice.  Items are Devices and Hosts (host NUMA
-    nodes read back as a plain host location).
+    :meth:`discard` apply advice.  Items are Devices, and ``-1`` for a host
+    location (host NUMA nodes included).
     """
 
     __slots__ = ("_buf",)
@@ -413,15 +413,11 @@ def _location_from_key(key):
 
 
 def _location_object(loc_id):
-    """Device for an ordinal, a host location for -1, None for -2 (unset)."""
+    """Device for an ordinal, -1 for any host location, None for -2 (unset)."""
     if loc_id == -2:
         return None
     if loc_id == -1:
-        try:
-            from cuda_core._host import Host
-        except ImportError:
-            return -1
-        return Host()
+        return -1  # cuda_core has no host-location class yet
     from cuda_core._device import Device
 
     return Device(loc_id)

@@ -10,12 +10,8 @@ import platform
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
 from cuda_core._memory import _ipc
-from cuda_core._memory._memory_pool import (
-    _check_pool_options,
-    _device_count,
-    _MemPool,
-    _set_peer_access,
-)
+from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
+from cuda_core._memory._peer_access import _device_count, _set_peer_access
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["PinnedMemoryResource", "PinnedMemoryResourceOptions"]

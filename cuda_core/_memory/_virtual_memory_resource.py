@@ -16,8 +16,10 @@ import warnings
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check
-from cuda_core._memory._buffer import Buffer, MemoryResource, _as_size, _as_stream
+from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._legacy import _sync_before_free
+from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._utils import as_int_handle, check_or_create_options, require_open
 
 __all__ = [

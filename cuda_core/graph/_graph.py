@@ -21,21 +21,19 @@ from cuda_core._stream import _as_open_stream
 from cuda_core._utils import as_int_handle, check_or_create_options
 from cuda_core.graph._attachments import drain, release_temporary, resolve_host_callback
 from cuda_core.graph._attachments import retain_temporarily as _retain
-from cuda_core.graph._graph_builder import GraphBuilder, GraphCompleteOptions
-from cuda_core.graph._graph_node import (
-    ChildGraphNode,
-    EventRecordNode,
-    EventWaitNode,
-    GraphNode,
-    HostCallbackNode,
-    KernelNode,
-    MemcpyNode,
-    MemsetNode,
+from cuda_core.graph._child_graph_node import ChildGraphNode
+from cuda_core.graph._event_nodes import EventRecordNode, EventWaitNode
+from cuda_core.graph._graph_node import GraphNode
+from cuda_core.graph._graph_options import GraphCompleteOptions
+from cuda_core.graph._host_callback_node import HostCallbackNode
+from cuda_core.graph._kernel_node import KernelNode
+from cuda_core.graph._memory_nodes import MemcpyNode, MemsetNode
+from cuda_core.graph._node_builders import _require_definition
+from cuda_core.graph._node_params import (
     _ctx,
     _kernel_params,
     _memcpy_params,
     _memset_params,
-    _require_definition,
     _require_event,
 )
 
@@ -241,6 +239,8 @@ class Graph:
             message also gives.
         """
         self._require_open()
+        # Both sit above this module: they make Graphs.
+        from cuda_core.graph._graph_builder import GraphBuilder
         from cuda_core.graph._graph_definition import GraphDefinition
 
         if isinstance(source, GraphBuilder):

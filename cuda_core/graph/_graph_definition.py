@@ -24,12 +24,18 @@ from cuda_core._errors import check
 from cuda_core._utils import as_int_handle
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
-from cuda_core.graph._graph_builder import _condition_args, _create_condition, _dot_print
-from cuda_core.graph._graph_node import GraphNode, _ctx, _list_nodes, _wrap
+from cuda_core.graph._graph_condition import _condition_args, _create_condition
+from cuda_core.graph._graph_node import GraphNode, _wrap
+from cuda_core.graph._graph_options import _dot_print
+from cuda_core.graph._node_builders import _register
+from cuda_core.graph._node_params import _ctx, _list_nodes
 
 __all__ = ["GraphDefinition"]
 
 
+# Registered for the nodes, which make views of definitions (conditional
+# bodies, child graphs) but sit below this module.
+@_register()
 class GraphDefinition:
     """A graph built explicitly, node by node.
 

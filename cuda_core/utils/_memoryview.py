@@ -6,95 +6,33 @@ Array Interface (v3) or NumPy's ``__array_interface__``, or from a
 :class:`~cuda_core.Buffer` plus a shape.  It records the pointer, shape,
 strides (in elements), dtype and device, and keeps the exporting object
 alive.  DLPack capsules are consumed in C (see ``cuda_core._memory._dlpack``),
-so this works on CPython and PyPy.
+so this works on CPython and PyPy.  Reading each protocol is in
+``_memoryview_protocols``; layouts and dtypes in ``_memoryview_layout``.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import warnings
 
 import numpy
 
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
-from cuda_core._utils import as_int_handle
+from cuda_core.utils._memoryview_layout import _numpy_to_dlpack_dtype, _StridedLayout
+from cuda_core.utils._memoryview_protocols import (
+    _has_dlpack,
+    _kDLCPU,
+    _kDLCUDA,
+    _NoProtocolError,
+    _reset,
+    _view_as_array_interface,
+    _view_as_cai,
+    _view_as_dlpack,
+    _view_buffer,
+)
 
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory"]
-
-try:  # bfloat16 and friends come from ml_dtypes when installed
-    from ml_dtypes import bfloat16 as _bfloat16
-except ImportError:  # pragma: no cover - depends on the environment
-    _bfloat16 = None
-
-_kDLCPU = int(_dlpack.DLDeviceType.kDLCPU)
-_kDLCUDA = int(_dlpack.DLDeviceType.kDLCUDA)
-_kDLCUDAHost = int(_dlpack.DLDeviceType.kDLCUDAHost)
-_kDLCUDAManaged = int(_dlpack.DLDeviceType.kDLCUDAManaged)
-
-
-class _NoProtocolError(BufferError, RuntimeError):
-    """The object supports none of the data-exchange protocols."""
-
-
-class _StridedLayout:
-    """Shape, strides (in elements; None for C-contiguous) and itemsize of a view."""
-
-    __slots__ = ("shape", "strides", "itemsize")
-
-    def __init__(self, shape, strides=None, itemsize=1):
-        shape = tuple(int(s) for s in shape)
-        if any(s < 0 for s in shape):
-            raise ValueError(f"shape must not have negative extents, got {shape}")
-        if strides is not None:
-            strides = tuple(int(s) for s in strides)
-            if len(strides) != len(shape):
-                raise ValueError(f"strides {strides} and shape {shape} must have the same length")
-            if _is_c_contiguous(shape, strides):
-                strides = None
-        itemsize = int(itemsize)
-        if itemsize <= 0:
-            raise ValueError(f"itemsize must be positive, got {itemsize}")
-        self.shape = shape
-        self.strides = strides
-        self.itemsize = itemsize
-
-    def __repr__(self):
-        return (
-            f"_StridedLayout(shape={self.shape}, strides={self.strides}, itemsize={self.itemsize})"
-        )
-
-    @property
-    def volume(self):
-        """Number of elements."""
-        return math.prod(self.shape)
-
-    def element_strides(self):
-        """Strides in elements, computed for C-contiguous layouts."""
-        if self.strides is not None:
-            return self.strides
-        out = []
-        acc = 1
-        for extent in reversed(self.shape):
-            out.append(acc)
-            acc *= extent
-        return tuple(reversed(out))
-
-    def required_size_in_bytes(self):
-        """Bytes spanned from the base pointer (ValueError for negative offsets)."""
-        if self.volume == 0:
-            return 0
-        strides = self.element_strides()
-        lo = sum((e - 1) * s for e, s in zip(self.shape, strides) if s < 0)
-        if lo < 0:
-            raise ValueError(
-                "layouts with negative offsets from the base pointer are not supported"
-            )
-        hi = sum((e - 1) * s for e, s in zip(self.shape, strides) if s > 0)
-        return (hi + 1) * self.itemsize
 
 
 class StridedMemoryView:
@@ -491,257 +429,6 @@ def args_viewable_as_strided_memory(arg_indices):
         return wrapped
 
     return decorator
-
-
-# --------------------------------------------------------------------------
-# Protocol implementations
-# --------------------------------------------------------------------------
-def _reset(view):
-    view._ptr = 0
-    view._device_id = -1
-    view._is_device_accessible = False
-    view._readonly = False
-    view._exporting_obj = None
-    view._layout_ = None
-    view._dtype = None
-    view._buffer = None
-    view._metadata = None
-    view._consumed = None
-
-
-def _has_dlpack(obj):
-    return hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
-
-
-def _view_as_dlpack(view, obj, stream_ptr):
-    dl_type, device_id = obj.__dlpack_device__()
-    is_device_accessible = False
-    if dl_type == _kDLCPU:
-        device_id = -1
-        if stream_ptr is None:
-            raise BufferError("stream=None is ambiguous with view()")
-        if stream_ptr == -1:
-            stream_ptr = None
-    elif dl_type == _kDLCUDA:
-        is_device_accessible = True
-        if stream_ptr is None:
-            raise BufferError("stream=None is ambiguous with view()")
-    elif dl_type in (_kDLCUDAHost, _kDLCUDAManaged):
-        is_device_accessible = True
-    else:
-        raise BufferError(f"DLPack device type {dl_type} is not supported")
-    stream = int(stream_ptr) if stream_ptr else None
-    try:
-        capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
-    except TypeError:
-        capsule = obj.__dlpack__(stream=stream)
-    consumed = _dlpack.take_capsule(capsule)
-    tensor = consumed.tensor
-    readonly = bool(consumed.flags & _dlpack.DLPACK_FLAG_BITMASK_READ_ONLY)
-    ndim = int(tensor.ndim)
-    shape = tuple(int(tensor.shape[i]) for i in range(ndim))
-    strides = None
-    if ndim and tensor.strides != ffi.NULL:
-        strides = tuple(int(tensor.strides[i]) for i in range(ndim))
-    dt = tensor.dtype
-    bits = int(dt.bits) * int(dt.lanes)
-    if bits % 8:
-        consumed.release()
-        raise ValueError("dl_tensor.dtype.bits must be a multiple of 8")
-    try:
-        dtype = _dlpack_to_numpy_dtype(int(dt.code), int(dt.bits), int(dt.lanes))
-    except Exception:
-        consumed.release()
-        raise
-    view._consumed = consumed
-    view._metadata = capsule
-    view._ptr = as_int_handle(tensor.data) + int(tensor.byte_offset)
-    view._device_id = device_id
-    view._is_device_accessible = is_device_accessible
-    view._readonly = readonly
-    view._exporting_obj = obj
-    view._layout_ = _StridedLayout(shape, strides, bits // 8)
-    view._dtype = dtype
-
-
-def _view_as_cai(view, obj, stream_ptr):
-    cai = obj.__cuda_array_interface__
-    if cai["version"] < 3:
-        raise BufferError("only CUDA Array Interface v3 or above is supported")
-    if cai.get("mask") is not None:
-        raise BufferError("mask is not supported")
-    if stream_ptr is None:
-        raise BufferError("stream=None is ambiguous with view()")
-    ptr, readonly = cai["data"]
-    ptr = int(ptr)
-    dtype = _typestr2dtype(cai["typestr"])
-    strides = cai.get("strides")
-    if strides is not None:
-        strides = tuple(s // dtype.itemsize for s in strides)
-    layout = _StridedLayout(cai["shape"], strides, dtype.itemsize)
-    out = ffi.new("int *")
-    if ptr:
-        check(
-            lib.cuPointerGetAttribute(out, lib.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
-            "cuPointerGetAttribute(DEVICE_ORDINAL)",
-        )
-    else:
-        check(lib.cuCtxGetDevice(out), "cuCtxGetDevice")
-    stream_ptr = int(stream_ptr)
-    if stream_ptr != -1:
-        producer = cai.get("stream")
-        if producer is not None:
-            producer = int(producer)
-            if producer <= 0:
-                raise BufferError(f"invalid producer stream {producer} in __cuda_array_interface__")
-            if producer != stream_ptr:
-                _order_streams(producer, stream_ptr)
-    view._metadata = cai
-    view._ptr = ptr
-    view._readonly = bool(readonly)
-    view._device_id = int(out[0])
-    view._is_device_accessible = True
-    view._exporting_obj = obj
-    view._layout_ = layout
-    view._dtype = dtype
-
-
-def _order_streams(producer, consumer):
-    """Make ``consumer`` wait for the work queued so far on ``producer``."""
-    c_event = ffi.new("CUevent *")
-    check(lib.cuEventCreate(c_event, lib.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-    try:
-        check(lib.cuEventRecord(c_event[0], ffi.cast("CUstream", producer)), "cuEventRecord")
-        check(
-            lib.cuStreamWaitEvent(ffi.cast("CUstream", consumer), c_event[0], 0),
-            "cuStreamWaitEvent",
-        )
-    finally:
-        check(lib.cuEventDestroy(c_event[0]), "cuEventDestroy")
-
-
-def _view_as_array_interface(view, obj):
-    data = obj.__array_interface__
-    if data["version"] < 3:
-        raise BufferError("only NumPy Array Interface v3 or above is supported")
-    if data.get("mask") is not None:
-        raise BufferError("mask is not supported")
-    if data.get("data") is None or not isinstance(data["data"], tuple):
-        raise BufferError("__array_interface__ without a (pointer, readonly) data tuple")
-    ptr, readonly = data["data"]
-    dtype = _typestr2dtype(data["typestr"])
-    strides = data.get("strides")
-    if strides is not None:
-        strides = tuple(s // dtype.itemsize for s in strides)
-    view._metadata = data
-    view._ptr = int(ptr) + int(data.get("offset", 0) or 0)
-    view._readonly = bool(readonly)
-    view._device_id = -1
-    view._is_device_accessible = False
-    view._exporting_obj = obj
-    view._layout_ = _StridedLayout(data["shape"], strides, dtype.itemsize)
-    view._dtype = dtype
-
-
-def _view_buffer(view, buffer, layout, dtype, is_readonly):
-    if not isinstance(buffer, Buffer):
-        raise TypeError(f"buffer must be a Buffer, not {type(buffer).__name__}")
-    if dtype is not None:
-        dtype = numpy.dtype(dtype)
-        if dtype.itemsize != layout.itemsize:
-            raise ValueError(
-                f"The dtype's itemsize ({dtype.itemsize}) does not match the layout's "
-                f"itemsize ({layout.itemsize})."
-            )
-    required = layout.required_size_in_bytes()
-    if buffer.memory_resource is not None and buffer.size < required:
-        raise ValueError(
-            f"Buffer size is too small for the layout. Expected at least {required} bytes, "
-            f"got {buffer.size} bytes."
-        )
-    view._ptr = buffer.handle
-    view._device_id = buffer.device_id
-    view._is_device_accessible = buffer.is_device_accessible
-    view._readonly = is_readonly
-    view._exporting_obj = view._buffer = buffer
-    view._layout_ = layout
-    view._dtype = dtype
-
-
-@functools.cache
-def _typestr2dtype(typestr):
-    return numpy.dtype(typestr)
-
-
-_DLPACK_DTYPES = {
-    (0, 8): numpy.int8,
-    (0, 16): numpy.int16,
-    (0, 32): numpy.int32,
-    (0, 64): numpy.int64,
-    (1, 8): numpy.uint8,
-    (1, 16): numpy.uint16,
-    (1, 32): numpy.uint32,
-    (1, 64): numpy.uint64,
-    (2, 16): numpy.float16,
-    (2, 32): numpy.float32,
-    (2, 64): numpy.float64,
-    (5, 64): numpy.complex64,
-    (5, 128): numpy.complex128,
-    (6, 8): numpy.bool_,
-}
-
-
-def _dlpack_to_numpy_dtype(code, bits, lanes):
-    if lanes != 1:
-        raise NotImplementedError(f"vector dtypes (lanes={lanes}) are not supported")
-    if code == int(_dlpack.DLDataTypeCode.kDLBfloat):
-        if _bfloat16 is None or bits != 16:
-            raise NotImplementedError(
-                "Support for bfloat16 within cuda_core requires `ml_dtypes` to be installed."
-            )
-        return numpy.dtype(_bfloat16)
-    np_type = _DLPACK_DTYPES.get((code, bits))
-    if np_type is None:
-        raise TypeError(f"Unsupported DLPack dtype: code {code}, {bits} bits")
-    return numpy.dtype(np_type)
-
-
-def _numpy_to_dlpack_dtype(dtype):
-    dtype = numpy.dtype(dtype)
-    if dtype.fields is not None:
-        raise BufferError("Structured dtypes are not supported for DLPack export")
-    if dtype.byteorder not in ("=", "|") and not dtype.isnative:
-        raise BufferError("Non-native-endian dtypes are not supported for DLPack export")
-    bits = dtype.itemsize * 8
-    kind = dtype.kind
-    codes = _dlpack.DLDataTypeCode
-    if kind == "b" and bits == 8:
-        code = codes.kDLBool
-    elif kind == "i" and bits in (8, 16, 32, 64):
-        code = codes.kDLInt
-    elif kind == "u" and bits in (8, 16, 32, 64):
-        code = codes.kDLUInt
-    elif kind == "f" and bits in (16, 32, 64):
-        code = codes.kDLFloat
-    elif kind == "c" and bits in (64, 128):
-        code = codes.kDLComplex
-    elif _bfloat16 is not None and dtype == numpy.dtype(_bfloat16):
-        code = codes.kDLBfloat
-    else:
-        raise BufferError(f"Unsupported dtype for DLPack export: {dtype}")
-    return (int(code), bits, 1)
-
-
-def _is_c_contiguous(shape, strides):
-    """Whether element ``strides`` are those of a C-contiguous array of ``shape``."""
-    if 0 in shape:
-        return True
-    expected = 1
-    for extent, stride in zip(reversed(shape), reversed(strides)):
-        if extent != 1 and stride != expected:
-            return False
-        expected *= extent
-    return True
 
 
 def _simple_repr(obj):

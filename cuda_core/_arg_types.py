@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Kernel argument types: how each Python value is marshalled for a launch.
+
+Each argument is classified into a *slot* (:class:`_Slot`): the ``struct``
+codes its value packs to and the expressions that produce those values on
+CPython and on PyPy.  An argument plan (:mod:`cuda_core._arg_plan`)
+classifies each argument once per kernel and combination of argument types.
+
+Marshalling rules (as in NVIDIA's ``cuda.core``; exact type first, then
+``isinstance``): a :class:`~cuda_core.Buffer` passes its device pointer; a
+Python ``int`` an ``intptr_t`` (it is treated as an address); ``float`` a
+``double``; ``complex`` a ``double complex``; ``bool`` a one-byte C++
+``bool``; NumPy scalars their exact width (``float16`` as raw bits); ctypes
+scalars their C type; a ``StridedMemoryView`` its pointer; a graph condition
+its 64-bit handle.  Beyond ``cuda.core``, structures are passed by value:
+a NumPy structured scalar (``numpy.void``) or a ``ctypes.Structure`` /
+``ctypes.Union`` instance, checked against (and zero-padded to) the kernel's
+parameter size where the driver reports it.  Anything else raises TypeError.
+
+Where the driver reports the kernel's parameter sizes (CUDA 12.4 or newer),
+every argument's packed width must equal its parameter's size, checked when
+the plan is built (so never per launch): ``numpy.uint8`` for an ``int``
+parameter, or a Python ``int`` (8 bytes) for a 4-byte one, raises TypeError
+where ``cuda.core`` would pass the bytes and let the kernel read garbage.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import struct
+
+__all__ = []
+
+#: Class attribute that marks graph-condition classes (``cuda_core.graph.
+#: GraphCondition``): such arguments are passed as their 64-bit ``handle`` (an int).
+GRAPH_CONDITION_MARKER = "_cuda_core_graph_condition"
+
+
+class _Slot:
+    """How one argument is packed: ``items`` are (struct code, CPython expr, PyPy expr)."""
+
+    __slots__ = ("type", "items", "dtype", "raw_size", "expr_keep")
+
+    def __init__(self, tp, items, dtype=None, raw_size=None, expr_keep=None):
+        self.type = tp
+        self.items = items
+        self.dtype = dtype
+        self.raw_size = raw_size
+        self.expr_keep = expr_keep or {}
+
+
+def _one(code, cpy="{a}", pypy=None):
+    return ((code, cpy, cpy if pypy is None else pypy),)
+
+
+_BOOL_ITEMS = _one("?", "{a}", "1 if {a} else 0")
+_INT_ITEMS = _one("n")
+_FLOAT_ITEMS = _one("d")
+_COMPLEX_ITEMS = (("d", "{a}.real", "{a}.real"), ("d", "{a}.imag", "{a}.imag"))
+_BUFFER_ITEMS = _one("N", "({a}._ptr or _closed_buffer({a}, {i}))")
+
+_CTYPES_SCALARS = (
+    (ctypes.c_bool, _one("?", "{a}.value", "1 if {a}.value else 0")),
+    (ctypes.c_int8, _one("b", "{a}.value")),
+    (ctypes.c_int16, _one("h", "{a}.value")),
+    (ctypes.c_int32, _one("i", "{a}.value")),
+    (ctypes.c_int64, _one("q", "{a}.value")),
+    (ctypes.c_uint8, _one("B", "{a}.value")),
+    (ctypes.c_uint16, _one("H", "{a}.value")),
+    (ctypes.c_uint32, _one("I", "{a}.value")),
+    (ctypes.c_uint64, _one("Q", "{a}.value")),
+    (ctypes.c_float, _one("f", "{a}.value")),
+    (ctypes.c_double, _one("d", "{a}.value")),
+)
+
+_tables = []  # [(exact: {type: items}, numpy_order, ctypes_order, buffer type)] once built
+
+
+def _type_tables():
+    """Build (once) the exact-type table and the isinstance fallback lists."""
+    if _tables:
+        return _tables[0]
+    import numpy as np
+
+    from cuda_core._memory._buffer import Buffer
+
+    numpy_scalars = (
+        (np.bool_, _one("?", "{a}", "1 if {a} else 0")),
+        (np.int8, _one("b", "{a}", "int({a})")),
+        (np.int16, _one("h", "{a}", "int({a})")),
+        (np.int32, _one("i", "{a}", "int({a})")),
+        (np.int64, _one("q", "{a}", "int({a})")),
+        (np.uint8, _one("B", "{a}", "int({a})")),
+        (np.uint16, _one("H", "{a}", "int({a})")),
+        (np.uint32, _one("I", "{a}", "int({a})")),
+        (np.uint64, _one("Q", "{a}", "int({a})")),
+        (np.float16, _one("H", "{a}.view(_np_u16)", "int({a}.view(_np_u16))")),
+        (np.float32, _one("f", "{a}", "float({a})")),
+        (np.float64, _one("d", "{a}", "float({a})")),
+        (
+            np.complex64,
+            (("f", "{a}.real", "float({a}.real)"), ("f", "{a}.imag", "float({a}.imag)")),
+        ),
+        (
+            np.complex128,
+            (("d", "{a}.real", "float({a}.real)"), ("d", "{a}.imag", "float({a}.imag)")),
+        ),
+    )
+    exact = {
+        Buffer: _BUFFER_ITEMS,
+        bool: _BOOL_ITEMS,
+        int: _INT_ITEMS,
+        float: _FLOAT_ITEMS,
+        complex: _COMPLEX_ITEMS,
+    }
+    for tp, items in numpy_scalars + _CTYPES_SCALARS:
+        exact.setdefault(tp, items)
+    fallback = (
+        numpy_scalars
+        + _CTYPES_SCALARS
+        + (
+            (Buffer, _BUFFER_ITEMS),
+            (bool, _BOOL_ITEMS),
+            (int, _INT_ITEMS),
+            (float, _FLOAT_ITEMS),
+            (complex, _COMPLEX_ITEMS),
+        )
+    )
+    _tables.append((exact, fallback, np))
+    return _tables[0]
+
+
+def _strided_memory_view_type():
+    try:
+        from cuda_core.utils import StridedMemoryView
+    except ImportError:
+        return None
+    return StridedMemoryView
+
+
+def _classify(arg, index, param):
+    """Return the :class:`_Slot` for argument ``index`` (``param``: its ParamInfo or None)."""
+    exact, fallback, np = _type_tables()
+    tp = type(arg)
+    items = exact.get(tp)
+    if items is not None:
+        return _Slot(tp, items)
+    for base, items in fallback:
+        if isinstance(arg, base):
+            return _Slot(tp, items)
+    smv = _strided_memory_view_type()
+    if smv is not None and isinstance(arg, smv):
+        return _Slot(tp, _one("N", "{a}.ptr"))
+    if getattr(tp, GRAPH_CONDITION_MARKER, False):
+        return _Slot(tp, _one("Q", "{a}.handle"))
+    if isinstance(arg, np.void) and arg.dtype.fields is not None:
+        return _struct_slot_numpy(arg, tp, index, param, np)
+    if isinstance(arg, (ctypes.Structure, ctypes.Union)):
+        return _struct_slot_ctypes(arg, index, param)
+    raise TypeError(
+        f"the argument is of unsupported type: {tp!r} (kernel argument {index}); "
+        "supported: Buffer, int, float, complex, bool, NumPy and ctypes scalars, "
+        "StridedMemoryView, graph conditions, NumPy structured scalars and ctypes "
+        "structures"
+    )
+
+
+def _slot_size(slot):
+    """Bytes the slot packs for its argument (structures: their padded size)."""
+    if slot.raw_size is not None:
+        return slot.raw_size
+    return sum(struct.calcsize("@" + code) for code, _, _ in slot.items)
+
+
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _check_size(index, slot, arg, param):
+    """Raise TypeError if argument ``index`` packs to another size than its parameter.
+
+    Runs when a plan is built (once per kernel and argument types), where the
+    driver reports the parameter sizes (CUDA 12.4 or newer).
+    """
+    size = _slot_size(slot)
+    if size == param.size:
+        return
+    tp = type(arg)
+    package = tp.__module__.partition(".")[0]
+    name = f"{package}.{tp.__qualname__}" if package in ("numpy", "ctypes") else tp.__qualname__
+    if slot.items is _INT_ITEMS:
+        what = f"a Python int ({name}), passed as an intptr_t of {_plural(size, 'byte')}"
+    elif slot.items is _FLOAT_ITEMS:
+        what = f"a Python float ({name}), passed as a double of {_plural(size, 'byte')}"
+    else:
+        what = f"a {name} of {_plural(size, 'byte')}"
+    fits = _WIDTH_EXAMPLES.get(
+        param.size, "a NumPy structured scalar or a ctypes structure of that size"
+    )
+    raise TypeError(
+        f"kernel argument {index} is {what}, but the kernel parameter is "
+        f"{_plural(param.size, 'byte')}: pass a value of exactly that width ({fits})"
+    )
+
+
+#: Argument types of each width, for the size-mismatch message.
+_WIDTH_EXAMPLES = {
+    1: "e.g. numpy.int8, numpy.uint8 or bool",
+    2: "e.g. numpy.int16, numpy.uint16 or numpy.float16",
+    4: "e.g. numpy.int32, numpy.uint32 or numpy.float32",
+    8: "e.g. numpy.int64, numpy.uint64, numpy.float64, int, float or a Buffer",
+    16: "e.g. complex, numpy.complex128 or a 16-byte structure",
+}
+
+
+def _raw_items(size, expr, keep):
+    code = f"{size}s"
+    return ((code, expr, f"({expr}).ljust({size}, b'\\0')"),), keep
+
+
+def _struct_size(index, what, size, param):
+    """Return the slot size for a by-value structure of ``size`` bytes."""
+    if param is None:
+        return size
+    if size > param.size:
+        raise ValueError(
+            f"kernel argument {index}: {what} is {size} bytes, but the kernel parameter "
+            f"is {param.size} bytes"
+        )
+    return param.size  # zero-padded up to the parameter size (trailing padding)
+
+
+def _struct_slot_numpy(arg, tp, index, param, np):
+    dtype = arg.dtype
+    size = dtype.itemsize
+    expr = "{a}.tobytes()"
+    keep = {}
+    if param is not None and size != param.size and not dtype.isalignedstruct:
+        aligned = np.dtype(dtype.descr, align=True) if _plain_descr(dtype) else None
+        if aligned is not None and aligned.itemsize == param.size:
+            # A packed NumPy struct for a C struct with padding: lay the
+            # fields out as C does before passing the bytes.
+            name = f"_realign{index}"
+            keep[name] = functools.partial(_realign, np.zeros, aligned)
+            expr = name + "({a})"
+            size = aligned.itemsize
+    slot_size = _struct_size(index, f"the structured scalar of dtype {dtype}", size, param)
+    items, keep = _raw_items(slot_size, expr, keep)
+    return _Slot(tp, items, dtype=dtype, raw_size=slot_size, expr_keep=keep)
+
+
+def _plain_descr(dtype):
+    try:
+        return all(name for name, *_ in dtype.descr)
+    except (TypeError, ValueError):
+        return False
+
+
+def _realign(zeros, aligned, value):
+    """Return ``value`` (a packed structured scalar) laid out as ``aligned``, padding zeroed."""
+    out = zeros(1, dtype=aligned)
+    out[0] = value  # structured assignment: field by field, by position
+    return out.tobytes()
+
+
+def _struct_slot_ctypes(arg, index, param):
+    tp = type(arg)
+    size = ctypes.sizeof(tp)
+    slot_size = _struct_size(index, f"the ctypes structure {tp.__name__}", size, param)
+    items, keep = _raw_items(slot_size, "_ctypes_bytes({a})", {})
+    return _Slot(tp, items, raw_size=slot_size, expr_keep=keep)
+
+
+def _ctypes_bytes(obj):
+    return ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj))
+
+
+def _closed_buffer(buf, index):
+    """Second half of ``buf._ptr or ...``: raise for a closed Buffer, else 0."""
+    if buf._closed:
+        raise RuntimeError(f"kernel argument {index}: Buffer is closed")
+    return 0

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Pieces shared by the compiler and linker modules.
+
+Field checks for the option dataclasses (:class:`~cuda_core.ProgramOptions`,
+:class:`~cuda_core.LinkerOptions`), the default target architecture, and
+reading a compiler's or linker's log.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cuda_core._cuda_ffi import ffi
+from cuda_core._errors import CUDAError
+
+__all__ = ["read_log"]
+
+
+def read_log(handle, get_size, get_log, check):
+    """Return the log of an NVVM program or nvJitLink handle as ``str``.
+
+    ``get_size``/``get_log`` are the library's log size and log functions;
+    ``check`` raises for a failed status.  An empty log is ``""``.
+    """
+    size = ffi.new("size_t *")
+    check(get_size(handle, size))
+    if size[0] <= 1:
+        return ""
+    buf = ffi.new("char[]", size[0])
+    check(get_log(handle, buf))
+    return ffi.string(buf).decode("utf-8", "backslashreplace")
+
+
+# -- the default architecture ------------------------------------------------------
+
+
+def _device_arch(owner):
+    """Return ``"sm_XY"`` for ``Device()``, or raise a ValueError saying to pass arch=."""
+    arch, reason = _query_device_arch()
+    if arch is None:
+        raise ValueError(
+            f"{owner}.arch is not set and the GPU architecture could not be determined "
+            f"({reason}). Pass arch= explicitly, e.g. {owner}(arch='sm_90')."
+        )
+    return arch
+
+
+def _query_device_arch():
+    """Return ``("sm_XY", None)`` from ``Device()``, or ``(None, reason)``."""
+    try:
+        from cuda_core._device import Device
+    except ImportError as e:  # pragma: no cover - only while the package is partial
+        return None, f"the device module is unavailable: {e}"
+    try:
+        return f"sm_{Device().arch}", None
+    except CUDAError as e:
+        return None, str(e).splitlines()[0]
+
+
+# -- option field checks ---------------------------------------------------------
+
+
+def _check_str(owner, field, value, *, path_ok=False):
+    if value is None:
+        return
+    ok = isinstance(value, str) or (path_ok and isinstance(value, os.PathLike))
+    if not ok:
+        accepted = "a str or os.PathLike" if path_ok else "a str"
+        raise TypeError(f"{owner}.{field} must be {accepted}, not {type(value).__name__}")
+
+
+def _check_bool(owner, field, value):
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(
+            f"{owner}.{field} must be True, False or None, not {type(value).__name__} ({value!r})"
+        )
+
+
+def _check_int(owner, field, value, low=None, high=None, *, allow_bool=False):
+    if value is None:
+        return
+    if (isinstance(value, bool) and not allow_bool) or not isinstance(value, int):
+        raise TypeError(f"{owner}.{field} must be an int, not {type(value).__name__}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        if high is None:
+            raise ValueError(f"{owner}.{field} must be >= {low}, got {value}")
+        raise ValueError(f"{owner}.{field} must be between {low} and {high}, got {value}")
+
+
+def _check_str_or_seq(owner, field, value, *, path_ok=False):
+    if value is None or isinstance(value, str) or (path_ok and isinstance(value, os.PathLike)):
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            if not (isinstance(item, str) or (path_ok and isinstance(item, os.PathLike))):
+                raise TypeError(f"{owner}.{field}[{i}] must be a str, not {type(item).__name__}")
+        return
+    raise TypeError(
+        f"{owner}.{field} must be a str or a list/tuple of str, not {type(value).__name__}"
+    )
+
+
+def _check_arch(owner, arch):
+    if not isinstance(arch, str):
+        raise TypeError(f"{owner}.arch must be a str such as 'sm_90', not {type(arch).__name__}")
+    prefix, _, rest = arch.partition("_")
+    digits = rest[:-1] if rest[-1:].isalpha() else rest
+    # str.isdigit/isalpha accept any Unicode digit or letter: only ASCII is an arch.
+    if not arch.isascii() or prefix not in ("sm", "compute", "lto") or not digits.isdigit():
+        raise ValueError(
+            f"{owner}.arch={arch!r} is not a valid architecture; expected 'sm_<CC>' "
+            f"(e.g. 'sm_90', 'sm_90a') or 'compute_<CC>'"
+        )

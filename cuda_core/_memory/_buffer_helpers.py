@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Argument conversion and driver queries shared by Buffer and the memory resources.
+
+Addresses and sizes (``_as_address``, ``_as_size``), ``Buffer.fill`` values,
+and the driver's view of a pointer (``_query_memory_attrs``).
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._utils import as_int_handle
+
+__all__ = []
+
+_SIZE_MAX = (1 << 64) - 1
+
+
+def _as_address(ptr, what="ptr"):
+    """Return ``ptr`` as an int address in ``[0, 2**64)``.
+
+    Accepts None (0), an int or any integer object with ``__index__`` (not a
+    bool), a cffi pointer, and the handle objects of cuda-bindings (such as
+    ``CUdeviceptr``, which convert with ``int()``).  Floats, strings and
+    other numbers that merely convert with ``int()`` are refused.
+    """
+    if ptr is None:
+        return 0
+    if ptr.__class__ is not int:
+        if isinstance(ptr, ffi.CData):
+            return as_int_handle(ptr)
+        if isinstance(ptr, bool):
+            raise TypeError(f"{what} must be an int address or a pointer object, not bool")
+        try:
+            ptr = operator.index(ptr)
+        except TypeError:
+            if not _is_bindings_handle(ptr):
+                raise TypeError(
+                    f"{what} must be an int address or a pointer object, not {type(ptr).__name__}"
+                ) from None
+            ptr = int(ptr)
+    if ptr < 0 or ptr > _SIZE_MAX:
+        raise ValueError(f"{what} must be an address in [0, 2**64), got {ptr}")
+    return ptr
+
+
+def _is_bindings_handle(obj):
+    """Whether ``obj`` is a handle object of cuda-bindings (e.g. ``CUdeviceptr``)."""
+    module = getattr(type(obj), "__module__", None) or ""
+    return module.startswith(("cuda.bindings.", "cuda.cuda", "cuda.ccuda")) and hasattr(
+        obj, "__int__"
+    )
+
+
+def _as_size(size):
+    if isinstance(size, bool) or not hasattr(size, "__index__"):
+        raise TypeError(f"size must be an int, not {type(size).__name__}")
+    size = size.__index__()
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    if size > _SIZE_MAX:
+        raise ValueError(f"size {size} does not fit in size_t (2**64 - 1 at most)")
+    return size
+
+
+def _check_no_options(options, what):
+    if options is not None:
+        raise NotImplementedError(
+            f"Buffer.{what}: copy options are not supported by cuda_core; pass options=None"
+        )
+
+
+class _FillValueRangeError(OverflowError, ValueError):
+    """An int fill value outside [0, 256): an OverflowError (as upstream) and a ValueError."""
+
+
+def _parse_fill_value(value):
+    """Return ``(bits, width)`` for :meth:`Buffer.fill`."""
+    if isinstance(value, int):
+        if not 0 <= value < 256:
+            raise _FillValueRangeError(
+                f"fill value {value} is out of range: an int value must be in [0, 256)"
+            )
+        return int(value), 1
+    try:
+        mv = memoryview(value)
+    except TypeError:
+        raise TypeError(
+            "fill value must be an int in [0, 256) or an object supporting the buffer "
+            f"protocol (1, 2 or 4 bytes), not {type(value).__name__}"
+        ) from None
+    raw = mv.tobytes()
+    if len(raw) not in (1, 2, 4):
+        raise ValueError(f"fill value must be 1, 2 or 4 bytes long, got {len(raw)} bytes")
+    return int.from_bytes(raw, sys.byteorder), len(raw)
+
+
+def _query_memory_attrs(c_ptr):
+    """Ask the driver what kind of memory ``c_ptr`` points to."""
+    memory_type = ffi.new("unsigned int *")
+    is_managed = ffi.new("int *")
+    device_id = ffi.new("int *")
+    attrs = ffi.new(
+        "CUpointer_attribute[3]",
+        [
+            lib.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            lib.CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            lib.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        ],
+    )
+    values = ffi.new("void *[3]", [memory_type, is_managed, device_id])
+    status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
+    if status == lib.CUDA_ERROR_NOT_INITIALIZED:
+        check(lib.cuInit(0))
+        status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
+    check(status, "cuPointerGetAttributes")
+    mt = memory_type[0]
+    managed = bool(is_managed[0])
+    if mt == 0:  # not known to CUDA: plain host memory
+        return (False, True, -1, managed)
+    if managed or mt == lib.CU_MEMORYTYPE_HOST:
+        return (True, True, device_id[0], managed)
+    if mt == lib.CU_MEMORYTYPE_DEVICE:
+        return (True, False, device_id[0], managed)
+    raise ValueError(f"Unsupported memory type: {mt}")

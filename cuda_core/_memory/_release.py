@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: Apache-2.0
+"""How a Buffer's memory is freed, and in what order.
+
+``Buffer.close`` frees explicitly (failures raise); the open Buffer class's
+``__del__`` (:func:`_buffer_finalizer`) is the garbage-collection safety net
+(failures become :class:`~cuda_core.CUDAWarning`).  ``Buffer._release`` says
+what frees the memory: None for views, the :class:`_InlinePool` marker for
+an allocation from a pool the resource does not own (``cuMemFreeAsync`` on
+the Buffer's ``_dstream``), an :class:`_OwnedPoolRelease` for one from an
+owned pool (which then learns the allocation is gone), else a
+:class:`_Release` that calls the resource's ``deallocate``.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._default_stream import default_stream as _default_stream
+from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
+from cuda_core._stream import Stream as _Stream
+from cuda_core._stream import _as_stream as _stream_accept
+from cuda_core._stream import _OpenStream
+
+__all__ = []
+
+_NULL = ffi.NULL
+_cuMemFreeAsync = lib.cuMemFreeAsync
+_is_finalizing = sys.is_finalizing
+
+
+def _buffer_finalizer(self):
+    """``__del__`` of open buffers (see :func:`~cuda_core._utils.open_class`).
+
+    The garbage-collection safety net; close() (or ``with``) is the lifetime
+    tool.  Failures become CUDAWarning.
+    """
+    try:
+        rel = self._release
+        if rel is None or self._closed:
+            return
+    except AttributeError:  # never filled in
+        return
+    self._closed = True
+    if _is_finalizing():  # at exit the driver reclaims everything
+        return
+    if rel is _InlinePool:
+        _collect_inline(self._ptr, self._dstream)
+    else:
+        rel._collect()
+
+
+def _close_open_buffer(self, stream=None):
+    # close() of an open buffer; _OpenBuffer's close() (its class says it is open).
+    if stream is None:
+        s = None
+    else:
+        cls = stream.__class__
+        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
+    self._closed = True
+    self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
+    c_ptr = self._ptr
+    self._ptr = 0
+    self._size = 0
+    self._mr = None
+    self._extra = None
+    rel = self._release
+    if rel is _InlinePool:  # the common case, inline
+        if s is None:
+            s = self._dstream
+        # _free_order_handle(s), inline (this is the hot path).
+        status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
+        if status:
+            check(status, "Buffer.close")
+    elif rel is not None:
+        rel.run(s)
+
+
+class _Release:
+    """Frees one allocation through ``mr.deallocate`` (owned by one Buffer).
+
+    ``Buffer.close`` frees through :meth:`run` (failures raise) and
+    ``_buffer_finalizer`` through :meth:`_collect` (failures become
+    :class:`~cuda_core.CUDAWarning`); each runs only while the Buffer is
+    open and marks it closed first, so the memory is freed once.
+    """
+
+    __slots__ = ("mr", "ptr", "size", "stream")
+
+    def __init__(self, mr, ptr, size, stream):
+        self.mr = mr
+        self.ptr = ptr
+        self.size = size
+        self.stream = stream
+
+    def _collect(self):
+        if in_forked_child():
+            return  # the parent's memory: a forked child must not free it
+        try:
+            self.mr.deallocate(self.ptr, self.size, stream=self._recorded_stream())
+        except Exception as exc:  # noqa: BLE001 - a finalizer must not raise
+            warnings.warn(
+                f"{type(self.mr).__name__}.deallocate({self.ptr:#x}, {self.size}) failed while "
+                f"a Buffer was garbage collected; the memory may have leaked: {exc}",
+                CUDAWarning,
+                stacklevel=2,
+            )
+
+    def run(self, stream):
+        if stream is None:
+            stream = self._recorded_stream()
+        self.mr.deallocate(self.ptr, self.size, stream=stream)
+
+    def _recorded_stream(self):
+        """The stream to free on when none is given: the recorded one if usable.
+
+        A closed recorded stream cannot order anything.  Resources whose
+        ``_accepts_closed_stream`` is true (the synchronous ones, which then
+        synchronize the stream's context) still receive it; the others get
+        the default stream.
+        """
+        stream = self.stream
+        if stream is None:
+            return _default_stream()
+        if stream._closed and not getattr(self.mr, "_accepts_closed_stream", False):
+            return _default_stream()
+        return stream
+
+
+class _InlinePool:
+    """Marker in ``Buffer._release``: a pool allocation the Buffer frees itself.
+
+    Allocations from a pool the resource does not own (the default pools,
+    imported IPC memory, graph allocations) need nothing beyond
+    ``cuMemFreeAsync`` on the deallocation stream, so ``Buffer.close`` does
+    that directly and ``_buffer_finalizer`` is the safety net: no separate
+    object per allocation.
+    """
+
+
+def _free_order_handle(stream):
+    """The handle that orders a ``cuMemFreeAsync`` on ``stream`` (a Stream or None).
+
+    A closed (destroyed) stream cannot order anything, and None names none:
+    both give NULL, the legacy default stream.
+    """
+    return _NULL if stream is None or stream._closed else stream._handle
+
+
+def _collect_inline(c_ptr, stream):
+    """Free a garbage-collected _InlinePool allocation; failures become CUDAWarning."""
+    if in_forked_child():
+        return  # the parent's memory: a forked child must not free it
+    status = _cuMemFreeAsync(c_ptr, _free_order_handle(stream))
+    if status:
+        warn_cuda(f"cuMemFreeAsync({c_ptr:#x}) of a garbage-collected Buffer", status)
+
+
+class _OwnedPoolRelease(_Release):
+    """Frees an allocation of an owned pool, then tells the pool (``pool``).
+
+    The pool (``_owned_pool._OwnedPool``) counts outstanding allocations so
+    that a closed pool is destroyed only after its last buffer is freed; the
+    stream that ordered the free is passed along, so the pool can wait for it.
+    """
+
+    __slots__ = ("pool",)
+
+    def _collect(self):
+        try:
+            _collect_inline(self.ptr, self.stream)
+        finally:
+            self.pool.release(raise_errors=False, stream=self.stream)
+
+    def run(self, stream):
+        if stream is None:
+            stream = self.stream
+        try:
+            status = _cuMemFreeAsync(self.ptr, _free_order_handle(stream))
+            if status:
+                check(status, "Buffer.close")
+        finally:
+            self.pool.release(raise_errors=True, stream=stream)
+
+
+class _Extra:
+    """Rarely used Buffer state: owner, IPC descriptor, driver pointer attributes."""
+
+    __slots__ = ("owner", "ipc", "mapped", "attrs")
+
+    def __init__(self, owner, ipc_descriptor):
+        self.owner = owner
+        self.ipc = ipc_descriptor
+        self.mapped = ipc_descriptor is not None
+        self.attrs = None

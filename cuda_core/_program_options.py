@@ -1,0 +1,428 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Options for :class:`~cuda_core.Program`: :class:`ProgramOptions`.
+
+The fields are checked when the options are created; rendering them as
+NVRTC or libNVVM flags is in ``_program_flags.py``, and the subset a PTX
+program hands to the linker is mapped onto :class:`~cuda_core.LinkerOptions`
+here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from cuda_core._compile_common import (
+    _check_arch,
+    _check_bool,
+    _check_int,
+    _check_str,
+    _check_str_or_seq,
+    _device_arch,
+    _query_device_arch,
+)
+from cuda_core._linker_options import LinkerOptions
+from cuda_core._program_flags import nvrtc_flags, nvvm_flags
+
+__all__ = ["ProgramOptions"]
+
+_BOOL_FIELDS = (
+    "relocatable_device_code",
+    "extensible_whole_program",
+    "debug",
+    "lineinfo",
+    "device_code_optimize",
+    "ftz",
+    "prec_sqrt",
+    "prec_div",
+    "fma",
+    "use_fast_math",
+    "extra_device_vectorization",
+    "link_time_optimization",
+    "gen_opt_lto",
+    "no_source_include",
+    "builtin_move_forward",
+    "builtin_initializer_list",
+    "disable_warnings",
+    "restrict",
+    "device_as_default_execution_space",
+    "device_int128",
+    "no_display_error_number",
+    "brief_diagnostics",
+    "fdevice_syntax_only",
+    "minimal",
+    "no_cache",
+    "device_float128",
+    "pch",
+    "pch_verbose",
+    "pch_messages",
+    "instantiate_templates_in_pch",
+    "use_libdevice",
+    "numba_debug",
+)
+
+_OFAST_VALUES = ("0", "min", "mid", "max")
+
+
+@dataclass
+class ProgramOptions:
+    """Options for :class:`~cuda_core.Program`.
+
+    Every field except ``name`` defaults to ``None``, meaning "not passed to
+    the compiler" (the compiler's own default applies).  Values are checked
+    when the options are created; :meth:`as_bytes` renders them as compiler
+    flags.
+
+    Attributes
+    ----------
+    name : str
+        Program name, used in diagnostics and passed to the resulting
+        :class:`~cuda_core.ObjectCode`.  Default ``"default_program"``.
+    arch : str, optional
+        Target architecture: ``"sm_<CC>"`` (cubin, or PTX for that GPU) or
+        ``"compute_<CC>"`` (PTX only).  Default: ``f"sm_{Device().arch}"``;
+        where no GPU or driver is present it stays ``None`` and compiling
+        (or :meth:`as_bytes`) raises a ValueError asking for ``arch=``.
+    relocatable_device_code : bool, optional
+        Generate relocatable device code (``--relocatable-device-code``).
+    extensible_whole_program : bool, optional
+        Extensible whole-program compilation.
+    debug : bool, optional
+        Generate debug information (``--device-debug``).
+    lineinfo : bool, optional
+        Generate line-number information (``--generate-line-info``).
+    device_code_optimize : bool, optional
+        Optimize device code (``--dopt=on``; NVVM ``-opt=3``/``-opt=0``).
+    ptxas_options : str or sequence of str, optional
+        Options passed to ptxas.
+    max_register_count : int, optional
+        Maximum registers per thread.
+    ftz, prec_sqrt, prec_div, fma : bool, optional
+        Single-precision flush-to-zero, IEEE square root, IEEE division and
+        multiply-add contraction.
+    use_fast_math : bool, optional
+        Fast math (``--use_fast_math``).
+    extra_device_vectorization : bool, optional
+        More aggressive vectorization.
+    link_time_optimization : bool, optional
+        Emit code for link-time optimization (``--dlink-time-opt``).
+    gen_opt_lto : bool, optional
+        Run the optimizer before emitting LTO-IR.
+    define_macro : str, (str, str) or a list of those, optional
+        Macros to define: ``"X"`` defines ``X``, ``("X", "Y")`` defines
+        ``X=Y``.
+    undefine_macro : str or sequence of str, optional
+        Macros to undefine.
+    include_path : str, os.PathLike or a sequence of them, optional
+        Header search directories.
+    pre_include : str or sequence of str, optional
+        Headers included before the source.
+    no_source_include : bool, optional
+        Do not search the source's directory for headers.
+    std : str, optional
+        Language dialect, e.g. ``"c++17"``.
+    builtin_move_forward, builtin_initializer_list : bool, optional
+        Provide built-in ``std::move``/``std::forward`` and
+        ``std::initializer_list``.
+    disable_warnings : bool, optional
+        Inhibit all warnings.
+    restrict : bool, optional
+        Assume kernel pointer parameters are ``__restrict__``.
+    device_as_default_execution_space : bool, optional
+        Treat unannotated functions as ``__device__``.
+    device_int128 : bool, optional
+        Allow ``__int128`` in device code.
+    optimization_info : str, optional
+        Optimization report kind (e.g. ``"inline"``).
+    no_display_error_number : bool, optional
+        Omit diagnostic numbers.
+    diag_error, diag_suppress, diag_warn : int or sequence of int, optional
+        Diagnostics to turn into errors, suppress, or turn into warnings.
+    brief_diagnostics : bool, optional
+        Brief diagnostics (no source line).
+    time : str or os.PathLike, optional
+        Write a CSV table of compile-phase timings to this file (the PTX
+        backend also accepts ``True``: timing to the linker's info log).
+    split_compile : int, optional
+        Threads for split compilation (0: all processors).
+    fdevice_syntax_only : bool, optional
+        Stop after syntax checking.
+    minimal : bool, optional
+        Omit some language features to compile faster.
+    no_cache : bool, optional
+        Disable compiler caching.
+    fdevice_time_trace : str or os.PathLike, optional
+        Write a time-trace JSON file (NVRTC only).
+    device_float128 : bool, optional
+        Allow ``__float128`` in device code (NVRTC only).
+    frandom_seed : str or int, optional
+        Seed for randomized optimizations (NVRTC only).
+    ofast_compile : str, optional
+        ``"0"``, ``"min"``, ``"mid"`` or ``"max"`` (NVRTC only).
+    pch, create_pch, use_pch, pch_dir, pch_verbose, pch_messages, instantiate_templates_in_pch
+        Precompiled headers (NVRTC 12.8+ only): use automatic PCH, create /
+        use a given PCH file, PCH directory, verbosity, messages, template
+        instantiation in the PCH.
+    extra_sources : sequence of (str, str or bytes), optional
+        Additional NVVM IR modules ``(name, source)`` (NVVM only).
+    use_libdevice : bool, optional
+        Link NVIDIA's libdevice math library (NVVM only).
+    numba_debug : bool, optional
+        Emit debug information in the layout Numba expects (NVRTC, NVVM).
+    """
+
+    name: str | None = "default_program"
+    arch: str | None = None
+    relocatable_device_code: bool | None = None
+    extensible_whole_program: bool | None = None
+    debug: bool | None = None
+    lineinfo: bool | None = None
+    device_code_optimize: bool | None = None
+    ptxas_options: str | list[str] | tuple[str] | None = None
+    max_register_count: int | None = None
+    ftz: bool | None = None
+    prec_sqrt: bool | None = None
+    prec_div: bool | None = None
+    fma: bool | None = None
+    use_fast_math: bool | None = None
+    extra_device_vectorization: bool | None = None
+    link_time_optimization: bool | None = None
+    gen_opt_lto: bool | None = None
+    define_macro: str | tuple[str, str] | list[str | tuple[str, str]] | None = None
+    undefine_macro: str | list[str] | tuple[str] | None = None
+    include_path: str | list[str] | tuple[str] | None = None
+    pre_include: str | list[str] | tuple[str] | None = None
+    no_source_include: bool | None = None
+    std: str | None = None
+    builtin_move_forward: bool | None = None
+    builtin_initializer_list: bool | None = None
+    disable_warnings: bool | None = None
+    restrict: bool | None = None
+    device_as_default_execution_space: bool | None = None
+    device_int128: bool | None = None
+    optimization_info: str | None = None
+    no_display_error_number: bool | None = None
+    diag_error: int | list[int] | tuple[int] | None = None
+    diag_suppress: int | list[int] | tuple[int] | None = None
+    diag_warn: int | list[int] | tuple[int] | None = None
+    brief_diagnostics: bool | None = None
+    time: str | None = None
+    split_compile: int | None = None
+    fdevice_syntax_only: bool | None = None
+    minimal: bool | None = None
+    no_cache: bool | None = None
+    fdevice_time_trace: str | None = None
+    device_float128: bool | None = None
+    frandom_seed: str | None = None
+    ofast_compile: str | None = None
+    pch: bool | None = None
+    create_pch: str | None = None
+    use_pch: str | None = None
+    pch_dir: str | None = None
+    pch_verbose: bool | None = None
+    pch_messages: bool | None = None
+    instantiate_templates_in_pch: bool | None = None
+    extra_sources: list[tuple[str, str | bytes | bytearray]] | None = None
+    use_libdevice: bool | None = None
+    numba_debug: bool | None = None
+
+    def __post_init__(self):
+        if self.name is None:
+            self.name = "default_program"
+        _check_str("ProgramOptions", "name", self.name)
+        self._name = self.name.encode()
+        for field in _BOOL_FIELDS:
+            _check_bool("ProgramOptions", field, getattr(self, field))
+        for field in ("std", "optimization_info"):
+            _check_str("ProgramOptions", field, getattr(self, field))
+        for field in ("fdevice_time_trace", "create_pch", "use_pch", "pch_dir"):
+            _check_str("ProgramOptions", field, getattr(self, field), path_ok=True)
+        if self.time is not None and not isinstance(self.time, (str, os.PathLike, bool)):
+            raise TypeError(
+                "ProgramOptions.time must be a file path (str or os.PathLike), "
+                f"not {type(self.time).__name__}"
+            )
+        _check_int("ProgramOptions", "max_register_count", self.max_register_count, low=1)
+        _check_int("ProgramOptions", "split_compile", self.split_compile, low=0, allow_bool=True)
+        for field in ("ptxas_options", "undefine_macro"):
+            _check_str_or_seq("ProgramOptions", field, getattr(self, field))
+        for field in ("include_path", "pre_include"):
+            _check_str_or_seq("ProgramOptions", field, getattr(self, field), path_ok=True)
+        for field in ("diag_error", "diag_suppress", "diag_warn"):
+            _check_diag(field, getattr(self, field))
+        _check_define_macro(self.define_macro)
+        if self.frandom_seed is not None and (
+            isinstance(self.frandom_seed, bool) or not isinstance(self.frandom_seed, (str, int))
+        ):
+            raise TypeError(
+                "ProgramOptions.frandom_seed must be a str (or int), "
+                f"not {type(self.frandom_seed).__name__}"
+            )
+        # The type first: ``in`` on an arbitrary object (an array) may not give a bool.
+        # (A ValueError, as upstream raises for any invalid ofast_compile.)
+        if self.ofast_compile is not None and not isinstance(self.ofast_compile, str):
+            raise ValueError(
+                f"ProgramOptions.ofast_compile must be a str (one of {_OFAST_VALUES}) or None, "
+                f"not {type(self.ofast_compile).__name__}"
+            )
+        if self.ofast_compile is not None and self.ofast_compile not in _OFAST_VALUES:
+            raise ValueError(
+                f"ProgramOptions.ofast_compile={self.ofast_compile!r} is not valid; "
+                f"expected one of {_OFAST_VALUES}"
+            )
+        _check_extra_sources(self.extra_sources)
+        self._arch_error = None
+        if self.arch is not None:
+            _check_arch("ProgramOptions", self.arch)
+        else:
+            self.arch, self._arch_error = _query_device_arch()
+
+    def __repr__(self):
+        return f"ProgramOptions(name={self.name!r}, arch={self.arch!r})"
+
+    def as_bytes(self, backend, target_type=None):
+        """Render these options as compiler flags for ``backend``.
+
+        Parameters
+        ----------
+        backend : str
+            ``"nvrtc"`` or ``"nvvm"`` (case-insensitive).
+        target_type : str, optional
+            The compile target; with NVVM, ``"ltoir"`` adds ``-gen-lto``.
+
+        Returns
+        -------
+        list of bytes
+            E.g. ``[b"-arch=sm_90", b"--device-debug"]`` for NVRTC, or
+            ``[b"-arch=compute_90", b"-g"]`` for NVVM (single-dash flags).
+
+        Raises
+        ------
+        ValueError
+            For an unknown backend, or when ``arch`` is unset and no GPU can be
+            queried for it.
+        CUDAError
+            (also a ValueError) If an option is set that the backend does not
+            support; the message names the options and the backend.
+        """
+        backend = str(backend).lower()
+        if backend == "nvrtc":
+            return nvrtc_flags(self)
+        if backend == "nvvm":
+            flags = nvvm_flags(self)
+            if target_type is not None and str(target_type).lower() == "ltoir":
+                if b"-gen-lto" not in flags:
+                    flags.append(b"-gen-lto")
+            return flags
+        raise ValueError(f"Unknown backend '{backend}'. Must be one of: 'nvrtc', 'nvvm'")
+
+    def _arch(self):
+        if self.arch is not None:
+            return self.arch
+        if self._arch_error is not None:
+            # Retry once: a driver may have become usable since construction.
+            arch, _ = _query_device_arch()
+            if arch is not None:
+                self.arch = arch
+                return arch
+        return _device_arch("ProgramOptions")
+
+    def _extra_sources_bytes(self):
+        """Return extra_sources as ``[(name_bytes, source_bytes), ...]`` or None."""
+        if self.extra_sources is None:
+            return None
+        out = []
+        for name, source in self.extra_sources:
+            if isinstance(source, str):
+                source = source.encode("utf-8")
+            out.append((name.encode(), bytes(source)))
+        return out
+
+
+# -- private helpers ---------------------------------------------------------------
+
+
+def _translate_to_linker_options(options):
+    """Map the ProgramOptions a PTX program uses onto LinkerOptions."""
+    return LinkerOptions(
+        name=options.name,
+        arch=options.arch,
+        max_register_count=options.max_register_count,
+        time=None if options.time is None else bool(options.time),
+        link_time_optimization=options.link_time_optimization,
+        debug=options.debug,
+        lineinfo=options.lineinfo,
+        ftz=options.ftz,
+        prec_div=options.prec_div,
+        prec_sqrt=options.prec_sqrt,
+        fma=options.fma,
+        split_compile=options.split_compile,
+        ptxas_options=options.ptxas_options,
+        no_cache=options.no_cache,
+    )
+
+
+def _check_define_macro(value):
+    if value is None:
+        return
+    union = "a str, a (name, value) tuple of str, or a list of those"
+
+    def check_one(macro, where):
+        if isinstance(macro, str):
+            return
+        if isinstance(macro, tuple):
+            if len(macro) != 2 or not all(isinstance(v, str) for v in macro):
+                raise ValueError(
+                    f"ProgramOptions.define_macro{where}: expected define_macro tuple[str, str] "
+                    f"(name, value), got {macro!r}"
+                )
+            return
+        raise TypeError(f"ProgramOptions.define_macro{where} must be {union}, got {macro!r}")
+
+    if isinstance(value, (str, tuple)):
+        check_one(value, "")
+    elif isinstance(value, list):
+        for i, macro in enumerate(value):
+            check_one(macro, f"[{i}]")
+    else:
+        raise TypeError(f"ProgramOptions.define_macro must be {union}, got {value!r}")
+
+
+def _check_diag(field, value):
+    if value is None:
+        return
+    items = value if isinstance(value, (list, tuple)) else [value]
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise TypeError(
+                f"ProgramOptions.{field} must be an int or a list/tuple of int "
+                f"(diagnostic numbers), got {value!r}"
+            )
+        if item < 0:
+            raise ValueError(f"ProgramOptions.{field} must hold non-negative numbers, got {item}")
+
+
+def _check_extra_sources(value):
+    if value is None:
+        return
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(
+            "extra_sources must be a sequence of 2-tuples: ((name1, source1), (name2, source2), "
+            f"...), not {type(value).__name__}"
+        )
+    for i, module in enumerate(value):
+        if not isinstance(module, tuple) or len(module) != 2:
+            raise TypeError(
+                f"Each extra module must be a 2-tuple (name, source), got "
+                f"{type(module).__name__} at index {i}"
+            )
+        name, source = module
+        if not isinstance(name, str):
+            raise TypeError(f"Module name at index {i} must be a string, got {type(name).__name__}")
+        if not isinstance(source, (str, bytes, bytearray)):
+            raise TypeError(
+                f"Module source at index {i} must be str (textual LLVM IR), bytes (textual "
+                f"LLVM IR or bitcode), or bytearray, got {type(source).__name__}"
+            )
+        if len(source) == 0:
+            raise ValueError(f"Module source for '{name}' (index {i}) cannot be empty")

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Stream options: :class:`StreamOptions` and the device's priority range.
+
+The options of :meth:`Device.create_stream
+<cuda_core.Device.create_stream>` are validated on construction (types); the
+priority is checked against the device's range (``cuCtxGetStreamPriorityRange``,
+read once per device) when the stream is created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuda_core._context import _pop, _push_if_needed
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._stream_protocol import _as_index
+
+__all__ = ["StreamOptions"]
+
+# device ordinal -> (least priority, greatest priority); device-wide facts.
+_PRIORITY_RANGES = {}
+_LEAST_PRIORITY = {}  # device ordinal -> default (lowest) priority
+
+
+@dataclass
+class StreamOptions:
+    """Options for :meth:`Device.create_stream <cuda_core.Device.create_stream>`.
+
+    Attributes
+    ----------
+    nonblocking : bool, optional
+        The stream does not synchronize with the legacy default (NULL)
+        stream (default True).
+    priority : int, optional
+        Stream priority; a lower number is a higher priority.  None (the
+        default) means the lowest priority.  The allowed range comes from the
+        device (``cuCtxGetStreamPriorityRange``); values outside it raise
+        ValueError at stream creation.
+
+    Raises
+    ------
+    TypeError
+        When ``nonblocking`` is not a bool or ``priority`` is not an int or None.
+    """
+
+    nonblocking: bool = True
+    priority: int | None = None
+
+    def __post_init__(self):
+        value = self.nonblocking
+        if isinstance(value, bool):
+            pass
+        elif type(value) is int and value in (0, 1):
+            self.nonblocking = bool(value)
+        else:
+            raise TypeError(
+                f"StreamOptions.nonblocking must be a bool (True or False), got {value!r} "
+                f"of type {type(value).__name__}"
+            )
+        priority = self.priority
+        if priority is not None:
+            value = _as_index(priority)
+            if value is None:
+                raise TypeError(
+                    "StreamOptions.priority must be an int or None, got "
+                    f"{priority!r} of type {type(priority).__name__}"
+                )
+            self.priority = value
+
+
+def _priority_range(ctx):
+    """Return (least, greatest) stream priority on ``ctx``'s device (cached per device)."""
+    rng = _PRIORITY_RANGES.get(ctx._device_id)
+    if rng is None:
+        least = ffi.new("int *")
+        greatest = ffi.new("int *")
+        pushed = _push_if_needed(ctx._handle)
+        try:
+            check(lib.cuCtxGetStreamPriorityRange(least, greatest))
+        finally:
+            if pushed:
+                _pop()
+        rng = _PRIORITY_RANGES[ctx._device_id] = (least[0], greatest[0])
+        _LEAST_PRIORITY[ctx._device_id] = least[0]
+    return rng

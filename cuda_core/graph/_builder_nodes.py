@@ -1,0 +1,290 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The methods of :class:`~cuda_core.graph.GraphBuilder` that add nodes to its capture.
+
+Work submitted to a builder's stream (launches, copies, allocations) is
+captured by the driver; these methods add nodes to the capture themselves.
+:class:`~cuda_core.graph.GraphBuilder` inherits them from
+:class:`_BuilderNodes`: :meth:`create_condition` and the conditional
+builders (``if_then``, ``if_else``, ``switch``, ``while_loop``), each
+returning builders that capture into the bodies of the conditional node
+(``cuStreamBeginCaptureToGraph``); :meth:`embed`, which adds a finished
+builder's graph as a child graph node; and :meth:`callback`, a host
+callback the graph keeps alive.
+"""
+
+from __future__ import annotations
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core.graph._attachments import resolve_host_callback
+from cuda_core.graph._capture import _ACTIVE, _BODY, _ENDED, _FORKED, _NOT_STARTED, _capture_info
+from cuda_core.graph._graph_condition import (
+    GraphCondition,
+    _condition_args,
+    _conditional_params,
+    _create_condition,
+    _require_driver,
+    _switch_count,
+)
+
+__all__ = []
+
+
+class _BuilderNodes:
+    """The node-adding methods of :class:`~cuda_core.graph.GraphBuilder`.
+
+    GraphBuilder is its only subclass; these methods use its slots and its
+    ``_new()`` and ``_require_open()``.
+    """
+
+    __slots__ = ()
+
+    def create_condition(self, default_value=None):
+        """Create a condition variable for conditional nodes in the graph being built.
+
+        Parameters
+        ----------
+        default_value : int or bool, optional
+            The value the condition takes at the start of each graph launch.
+            None (default): no default is assigned (device code must set it).
+
+        Returns
+        -------
+        GraphCondition
+
+        Raises
+        ------
+        RuntimeError
+            If the builder is not building, or the driver is older than 12.3.
+        TypeError, ValueError
+            If ``default_value`` is not an int in [0, 2**32).
+        """
+        self._require_open()
+        value, flags = _condition_args(default_value)
+        status, c_graph = _capture_info(self._stream._handle)[:2]
+        if status != _ACTIVE:
+            raise RuntimeError("Cannot create a condition when graph is not being built")
+        return _create_condition(c_graph, self._ctx(), value, flags)
+
+    def if_then(self, condition):
+        """Add an ``if`` node; return the builder of its body.
+
+        The body runs when ``condition`` is non-zero at run time.  It starts
+        after the work captured so far; work captured afterwards on this
+        builder runs after the conditional node.  Call ``begin_building`` on
+        the returned builder to capture the body.
+
+        Parameters
+        ----------
+        condition : GraphCondition
+
+        Returns
+        -------
+        GraphBuilder
+
+        Raises
+        ------
+        TypeError
+            If ``condition`` is not a GraphCondition.
+        RuntimeError
+            If not building, or the driver is older than 12.3.
+        """
+        return self._conditional(condition, lib.CU_GRAPH_COND_TYPE_IF, 1, 12030, "conditional if")[
+            0
+        ]
+
+    def if_else(self, condition):
+        """Add an ``if``/``else`` node; return the builders of both bodies.
+
+        Parameters
+        ----------
+        condition : GraphCondition
+
+        Returns
+        -------
+        tuple of (GraphBuilder, GraphBuilder)
+            The body run when ``condition`` is non-zero, then the one run
+            when it is zero.
+
+        Raises
+        ------
+        TypeError
+            If ``condition`` is not a GraphCondition.
+        RuntimeError
+            If not building, or the driver is older than 12.8.
+        """
+        return self._conditional(
+            condition, lib.CU_GRAPH_COND_TYPE_IF, 2, 12080, "conditional if-else"
+        )
+
+    def switch(self, condition, count):
+        """Add a ``switch`` node with ``count`` cases; return the builders of the cases.
+
+        At run time the case whose index equals ``condition`` runs; none runs
+        when it is out of range.
+
+        Parameters
+        ----------
+        condition : GraphCondition
+        count : int
+            Number of cases (>= 1).
+
+        Returns
+        -------
+        tuple of GraphBuilder
+
+        Raises
+        ------
+        TypeError
+            If ``condition`` is not a GraphCondition or ``count`` not an int.
+        ValueError
+            If ``count`` < 1.
+        RuntimeError
+            If not building, or the driver is older than 12.8.
+        """
+        count = _switch_count(count)
+        return self._conditional(
+            condition, lib.CU_GRAPH_COND_TYPE_SWITCH, count, 12080, "conditional switch"
+        )
+
+    def while_loop(self, condition):
+        """Add a ``while`` node; return the builder of its body.
+
+        The body runs repeatedly while ``condition`` is non-zero (checked
+        before each iteration).
+
+        Parameters
+        ----------
+        condition : GraphCondition
+
+        Returns
+        -------
+        GraphBuilder
+
+        Raises
+        ------
+        TypeError
+            If ``condition`` is not a GraphCondition.
+        RuntimeError
+            If not building, or the driver is older than 12.3.
+        """
+        return self._conditional(
+            condition, lib.CU_GRAPH_COND_TYPE_WHILE, 1, 12030, "conditional while loop"
+        )[0]
+
+    def embed(self, child):
+        """Add a finished builder's graph as a child graph node (a copy of it).
+
+        Parameters
+        ----------
+        child : GraphBuilder
+            A builder whose building has ended.
+
+        Raises
+        ------
+        TypeError
+            If ``child`` is not a GraphBuilder.
+        ValueError
+            If ``child`` has not finished building, or this builder is not
+            building.
+        """
+        self._require_open()
+        if not isinstance(child, _BuilderNodes):
+            raise TypeError(f"child must be a GraphBuilder, not {type(child).__name__}")
+        if child._closed or child._state != _ENDED or child._kind == _FORKED:
+            raise ValueError("Child graph has not finished building.")
+        if child._box is None or child._box.closed:
+            raise ValueError("the child builder's graph was destroyed")
+        c_stream = self._stream._handle
+        status, c_graph, deps, ndeps = _capture_info(c_stream)
+        if status != _ACTIVE:
+            raise ValueError("Parent graph is not being built.")
+        out = ffi.new("CUgraphNode *")
+        check(lib.cuGraphAddChildGraphNode(out, c_graph, deps, ndeps, child._graph))
+        check(
+            lib.cuStreamUpdateCaptureDependencies(
+                c_stream, out, 1, lib.CU_STREAM_SET_CAPTURE_DEPENDENCIES
+            )
+        )
+        self._box.keep(child._box.snapshot())
+
+    def callback(self, fn, *, user_data=None):
+        """Capture a host callback: ``fn`` runs on the CPU when the graph reaches this point.
+
+        ``fn`` is either a Python callable taking no arguments (it runs with
+        the GIL held; bind state with a closure or ``functools.partial``), or
+        a ctypes ``CFUNCTYPE(None, c_void_p)`` function pointer, which
+        receives ``user_data``.  The graph keeps ``fn`` (and a copy of
+        bytes-like ``user_data``) alive.
+
+        .. warning::
+
+            A callback must not call CUDA (no cuda_core API that touches the
+            GPU): doing so may deadlock or fail.  An exception raised by a
+            Python callback is reported as a :class:`~cuda_core.CUDAWarning`.
+
+        Parameters
+        ----------
+        fn : callable or ctypes function pointer
+        user_data : int or bytes-like, optional
+            Only with a ctypes function pointer: an address (the caller keeps
+            the memory alive) or bytes (copied).
+
+        Raises
+        ------
+        TypeError
+            If ``fn`` is neither a callable nor a ctypes ``CUhostFn``.
+        ValueError
+            If ``user_data`` is given with a Python callable.
+        RuntimeError
+            If the builder is not building.
+        """
+        self._require_open()
+        cb = resolve_host_callback(fn, user_data)
+        c_stream = self._stream._handle
+        if _capture_info(c_stream)[0] != _ACTIVE:
+            raise RuntimeError("Cannot add callback when graph is not being built")
+        self._box.keep(*cb.owners)
+        check(lib.cuLaunchHostFunc(c_stream, cb.c_fn, cb.c_data))
+
+    # ------------------------------------------------------------------
+
+    # ------------------------------------------------------------------
+    # Private helpers.
+    # ------------------------------------------------------------------
+    def _ctx(self):
+        ctx = self._stream.context
+        if ctx is None:
+            raise RuntimeError("no CUDA context is current; call Device.set_current() first")
+        return ctx._handle
+
+    def _conditional(self, condition, c_type, size, min_driver, what):
+        """Add a conditional node to the capture; return builders of its bodies."""
+        self._require_open()
+        if not isinstance(condition, GraphCondition):
+            raise TypeError(
+                "condition must be a GraphCondition object (from GraphBuilder.create_condition()), "
+                f"got {type(condition).__name__}"
+            )
+        _require_driver(min_driver, what)
+        c_stream = self._stream._handle
+        status, c_graph, deps, ndeps = _capture_info(c_stream)
+        if status != _ACTIVE:
+            raise RuntimeError("Cannot add conditional node when not actively capturing")
+        params = _conditional_params(condition, c_type, size, self._ctx())
+        out = ffi.new("CUgraphNode *")
+        check(lib.cuGraphAddNode(out, c_graph, deps, ndeps, params))
+        check(
+            lib.cuStreamUpdateCaptureDependencies(
+                c_stream, out, 1, lib.CU_STREAM_SET_CAPTURE_DEPENDENCIES
+            )
+        )
+        bodies = [params.conditional.phGraph_out[i] for i in range(size)]
+        device = self._stream.device
+        builders = []
+        for body in bodies:
+            stream = device.create_stream()
+            builders.append(
+                type(self)._new(stream, True, _BODY, _NOT_STARTED, self._box, body, None)
+            )
+        return tuple(builders)

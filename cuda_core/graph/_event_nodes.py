@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Event nodes of a graph definition: :class:`EventRecordNode` and :class:`EventWaitNode`.
+
+Added by :meth:`GraphNode.record <cuda_core.graph.GraphNode.record>` and
+:meth:`GraphNode.wait <cuda_core.graph.GraphNode.wait>`.
+"""
+
+from __future__ import annotations
+
+from cuda_core._cuda_ffi import lib
+from cuda_core._errors import check
+from cuda_core.graph._graph_node import GraphNode
+from cuda_core.graph._node_builders import _register
+from cuda_core.graph._node_params import _require_event
+
+__all__ = ["EventRecordNode", "EventWaitNode"]
+
+
+class _EventNode(GraphNode):
+    """Base of the event nodes: the event they record or wait for."""
+
+    __slots__ = ("_event",)
+    _extra = ("_event",)
+
+    @property
+    def event(self):
+        """Event or None: The event (None when the node was not made through cuda_core)."""
+        return self._event
+
+
+@_register(lib.CU_GRAPH_NODE_TYPE_EVENT_RECORD)
+class EventRecordNode(_EventNode):
+    """A node recording an event."""
+
+    __slots__ = ()
+
+    def update(self, event):
+        """Record ``event`` instead (future instantiations only)."""
+        self._check_valid()
+        _require_event(event)
+        check(lib.cuGraphEventRecordNodeSetEvent(self._node, event._handle))
+        self._gdef._box.keep(event)
+        self._event = event
+
+
+@_register(lib.CU_GRAPH_NODE_TYPE_WAIT_EVENT)
+class EventWaitNode(_EventNode):
+    """A node waiting for an event."""
+
+    __slots__ = ()
+
+    def update(self, event):
+        """Wait for ``event`` instead (future instantiations only)."""
+        self._check_valid()
+        _require_event(event)
+        check(lib.cuGraphEventWaitNodeSetEvent(self._node, event._handle))
+        self._gdef._box.keep(event)
+        self._event = event

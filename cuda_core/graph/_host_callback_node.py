@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Host callback nodes of a graph definition: :class:`HostCallbackNode`.
+
+Added by :meth:`GraphNode.callback <cuda_core.graph.GraphNode.callback>`; the
+callable is resolved and kept alive as ``_attachments`` describes.
+"""
+
+from __future__ import annotations
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core.graph._attachments import resolve_host_callback
+from cuda_core.graph._graph_node import GraphNode
+from cuda_core.graph._node_builders import _register
+
+__all__ = ["HostCallbackNode"]
+
+
+@_register(lib.CU_GRAPH_NODE_TYPE_HOST)
+class HostCallbackNode(GraphNode):
+    """A host callback node.
+
+    As in ``cuda.core``, :attr:`callback` here is the property holding the
+    node's callable, which hides the :meth:`GraphNode.callback` builder:
+    add a callback after this node with ``node.join().callback(fn)``.
+    """
+
+    __slots__ = ("_callback",)
+    _extra = ("_callback",)
+
+    @property
+    def callback(self):
+        """callable or None: The Python callable (None for a ctypes function pointer)."""
+        return self._callback
+
+    def update(self, fn, *, user_data=None):
+        """Run ``fn`` instead (future instantiations only); see :meth:`GraphNode.callback`."""
+        self._check_valid()
+        cb = resolve_host_callback(fn, user_data)
+        params = ffi.new("CUDA_HOST_NODE_PARAMS *")
+        params.fn = cb.c_fn
+        params.userData = cb.c_data
+        check(lib.cuGraphHostNodeSetParams(self._node, params))
+        self._gdef._box.keep(*cb.owners)
+        self._callback = cb.callable

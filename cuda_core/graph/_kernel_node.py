@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Kernel launch nodes of a graph definition: :class:`KernelNode`.
+
+Added by :meth:`GraphNode.launch <cuda_core.graph.GraphNode.launch>`.
+"""
+
+from __future__ import annotations
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._kernel import Kernel
+from cuda_core._launch_config import LaunchConfig
+from cuda_core._utils import as_int_handle
+from cuda_core.graph._graph_node import GraphNode
+from cuda_core.graph._node_builders import _register
+from cuda_core.graph._node_params import _kernel_params
+
+__all__ = ["KernelNode"]
+
+
+@_register(lib.CU_GRAPH_NODE_TYPE_KERNEL)
+class KernelNode(GraphNode):
+    """A kernel launch node.
+
+    Properties ``grid``, ``block`` and ``shmem_size`` are read from the
+    driver; ``kernel`` is the :class:`~cuda_core.Kernel` it launches and
+    ``config`` a :class:`~cuda_core.LaunchConfig` rebuilt from the node.
+    """
+
+    __slots__ = ("_kernel",)
+    _extra = ("_kernel",)
+
+    def _params(self):
+        self._check_valid()
+        p = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+        check(lib.cuGraphKernelNodeGetParams(self._node, p))
+        return p
+
+    @property
+    def grid(self):
+        """tuple of int: Grid dimensions in blocks (x, y, z)."""
+        p = self._params()
+        return (p.gridDimX, p.gridDimY, p.gridDimZ)
+
+    @property
+    def block(self):
+        """tuple of int: Block dimensions (x, y, z)."""
+        p = self._params()
+        return (p.blockDimX, p.blockDimY, p.blockDimZ)
+
+    @property
+    def shmem_size(self):
+        """int: Dynamic shared memory per block, in bytes."""
+        return self._params().sharedMemBytes
+
+    @property
+    def kernel(self):
+        """Kernel or None: The launched kernel (None if the node launches a bare ``CUfunction``)."""
+        if self._kernel is None:
+            p = self._params()
+            if p.kern != ffi.NULL:
+                self._kernel = Kernel.from_handle(as_int_handle(p.kern))
+        return self._kernel
+
+    @property
+    def config(self):
+        """LaunchConfig: ``grid``, ``block`` and ``shmem_size`` of this node.
+
+        Cluster dimensions and cooperative launches are not kept by kernel
+        nodes, so they are not part of it.
+        """
+        p = self._params()
+        return LaunchConfig(
+            grid=(p.gridDimX, p.gridDimY, p.gridDimZ),
+            block=(p.blockDimX, p.blockDimY, p.blockDimZ),
+            shmem_size=p.sharedMemBytes,
+        )
+
+    def update(self, *, config=None, kernel=None, args=None):
+        """Replace parameters of this node for future instantiations.
+
+        Executable graphs already instantiated keep the old parameters (use
+        ``graph[node].update(...)`` for those).  Omitted parameters keep
+        their values; changing the kernel needs its arguments too
+        (``args=()`` for a kernel without parameters).
+
+        Parameters
+        ----------
+        config : LaunchConfig or dict, optional
+        kernel : Kernel, optional
+        args : sequence, optional
+            The complete new argument list.
+
+        Raises
+        ------
+        TypeError
+            If ``kernel`` is given without ``args``, or for wrong types.
+        """
+        if kernel is not None and args is None:
+            raise TypeError(
+                "changing the kernel needs its arguments too: pass args= (args=() for a "
+                "kernel without parameters)"
+            )
+        current = self._params()
+        if kernel is None and args is not None:
+            kernel = self.kernel
+            if kernel is None:
+                raise ValueError("the node's kernel is unknown; pass kernel= with args=")
+        params, owners, used = _kernel_params(
+            config if config is not None else self.config,
+            kernel,
+            args,
+            current=current,
+        )
+        check(lib.cuGraphKernelNodeSetParams(self._node, params))
+        self._gdef._box.keep(*owners)
+        if used is not None:
+            self._kernel = used

@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Arguments of graph nodes: checking them and filling the driver's structs.
+
+Shared by the builders and ``update`` methods of definition nodes and by the
+node views of executable graphs: each ``_*_params`` helper checks its
+arguments (the messages name the parameter) and returns the driver struct
+together with the objects the graph must keep alive for it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from cuda_core import _arg_plan
+from cuda_core._context import _current_ctx
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import CUDAError, check
+from cuda_core._event import Event
+from cuda_core._kernel import Kernel
+from cuda_core._launch_config import _coerce_config
+from cuda_core._memory._buffer import Buffer
+from cuda_core._utils import index_or_none
+from cuda_core.graph._types import GraphMemoryType
+
+__all__ = []
+
+_tls = threading.local()
+_SIZE_MAX = (1 << 64) - 1
+
+
+def _list_nodes(fn, handle):
+    """Call a ``(handle, CUgraphNode *, size_t *)`` driver query; return the nodes."""
+    n = ffi.new("size_t *")
+    check(fn(handle, ffi.NULL, n))
+    if not n[0]:
+        return []
+    arr = ffi.new("CUgraphNode[]", n[0])
+    check(fn(handle, arr, n))
+    return [arr[i] for i in range(n[0])]
+
+
+def _node_out():
+    try:
+        return _tls.node_out
+    except AttributeError:
+        out = _tls.node_out = ffi.new("CUgraphNode *")
+        return out
+
+
+def _ctx():
+    c_ctx = _current_ctx()
+    if c_ctx == ffi.NULL:
+        raise CUDAError("no CUDA context is current; call Device.set_current() first")
+    return c_ctx
+
+
+def _current_device_id():
+    _ctx()
+    out = ffi.new("CUdevice *")
+    check(lib.cuCtxGetDevice(out))
+    return int(out[0])
+
+
+def _device_id(value, what):
+    device_id = getattr(value, "device_id", value)
+    index = index_or_none(device_id)
+    if index is None:
+        raise TypeError(f"{what} must be a Device or an int, not {type(value).__name__}")
+    device_id = index
+    if device_id < 0:
+        raise ValueError(f"{what} must be a non-negative device ordinal, got {device_id}")
+    return device_id
+
+
+def _memory_type(value):
+    if value is None:
+        return GraphMemoryType.DEVICE
+    try:
+        return GraphMemoryType(value)
+    except ValueError:
+        raise ValueError(
+            f"memory_type must be one of 'device', 'host', 'managed', got {value!r}"
+        ) from None
+
+
+def _as_size(value, what):
+    index = index_or_none(value)
+    if index is None:
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    value = index
+    if not 0 <= value <= _SIZE_MAX:
+        raise ValueError(f"{what} must be in [0, 2**64), got {value}")
+    return value
+
+
+def _as_address(value, what):
+    index = index_or_none(value)
+    if index is None:
+        raise TypeError(f"{what} must be an int address or a Buffer, not {type(value).__name__}")
+    value = index
+    if not 0 <= value <= _SIZE_MAX:
+        raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
+    return value
+
+
+def _operand(value, owner, what):
+    """Return ``(address, Buffer or None, owners)`` of a memcpy/memset operand."""
+    if isinstance(value, Buffer):
+        if owner is not None:
+            raise ValueError(f"{what}_owner cannot be used when {what} is a Buffer")
+        if value.is_closed:
+            raise RuntimeError(f"{what} Buffer is closed")
+        return value.handle, value, (value,)
+    address = _as_address(value, what)
+    return address, None, (() if owner is None else (owner,))
+
+
+def _memory_kind(address):
+    """Return the ``CUmemorytype`` to use in a copy for ``address``."""
+    mtype = ffi.new("unsigned int *")
+    attr = ffi.new("CUpointer_attribute[1]", [lib.CU_POINTER_ATTRIBUTE_MEMORY_TYPE])
+    data = ffi.new("void *[1]", [mtype])
+    check(lib.cuPointerGetAttributes(1, attr, data, address))
+    # Addresses unknown to the driver (e.g. graph allocations not mapped yet)
+    # are taken as device addresses.
+    if mtype[0] == lib.CU_MEMORYTYPE_HOST:
+        return lib.CU_MEMORYTYPE_HOST
+    return lib.CU_MEMORYTYPE_DEVICE
+
+
+def _memcpy_params(dst, src, size, dst_owner, src_owner):
+    """Return ``(CUDA_MEMCPY3D *, owners)`` for a 1-D copy."""
+    c_dst, dst_buf, dst_keep = _operand(dst, dst_owner, "dst")
+    c_src, src_buf, src_keep = _operand(src, src_owner, "src")
+    size = _as_size(size, "size")
+    if size == 0:
+        raise ValueError("size must be > 0 for a memcpy node")
+    for buf, what in ((dst_buf, "dst"), (src_buf, "src")):
+        if buf is not None and size > buf.size:
+            raise ValueError(f"size {size} exceeds the {what} Buffer's size ({buf.size} bytes)")
+    p = ffi.new("CUDA_MEMCPY3D *")
+    kind = _memory_kind(c_src)
+    p.srcMemoryType = kind
+    if kind == lib.CU_MEMORYTYPE_HOST:
+        p.srcHost = ffi.cast("void *", c_src)
+    else:
+        p.srcDevice = c_src
+    kind = _memory_kind(c_dst)
+    p.dstMemoryType = kind
+    if kind == lib.CU_MEMORYTYPE_HOST:
+        p.dstHost = ffi.cast("void *", c_dst)
+    else:
+        p.dstDevice = c_dst
+    p.WidthInBytes = size
+    p.Height = 1
+    p.Depth = 1
+    return p, dst_keep + src_keep
+
+
+def _fill_value(value):
+    """Return ``(bits, element size)`` of a memset value."""
+    if isinstance(value, bool):
+        raise TypeError("value must be an int in [0, 256) or a 1, 2 or 4 byte buffer, not bool")
+    if isinstance(value, int):
+        if not 0 <= value < 256:
+            raise ValueError(f"an int fill value must be in [0, 256), got {value}")
+        return value, 1
+    try:
+        raw = memoryview(value).tobytes()
+    except TypeError:
+        raise TypeError(
+            "value must be an int in [0, 256) or an object supporting the buffer protocol "
+            f"(1, 2 or 4 bytes), not {type(value).__name__}"
+        ) from None
+    if len(raw) not in (1, 2, 4):
+        raise ValueError(f"a fill value must be 1, 2 or 4 bytes long, got {len(raw)} bytes")
+    return int.from_bytes(raw, "little"), len(raw)
+
+
+def _memset_params(dst, value, width, height, pitch, dst_owner):
+    """Return ``(CUDA_MEMSET_NODE_PARAMS *, owners)``."""
+    c_dst, buf, keep = _operand(dst, dst_owner, "dst")
+    bits, elem = _fill_value(value)
+    width = _as_size(width, "width")
+    height = _as_size(height, "height")
+    pitch = _as_size(pitch, "pitch")
+    if width == 0 or height == 0:
+        raise ValueError(f"width and height must be >= 1, got width={width}, height={height}")
+    row = width * elem
+    if height > 1 and pitch < row:
+        raise ValueError(f"pitch ({pitch}) must be >= width * element size ({row}) when height > 1")
+    if buf is not None:
+        needed = (height - 1) * pitch + row
+        if needed > buf.size:
+            raise ValueError(
+                f"the memset covers {needed} bytes, more than the dst Buffer's {buf.size}"
+            )
+    if c_dst % elem:
+        raise ValueError(f"dst {c_dst:#x} is not aligned to the element size ({elem})")
+    p = ffi.new("CUDA_MEMSET_NODE_PARAMS *")
+    p.dst = c_dst
+    p.pitch = pitch if height > 1 else 0
+    p.value = bits
+    p.elementSize = elem
+    p.width = width
+    p.height = height
+    return p, keep
+
+
+def _kernel_params(config, kernel, args, *, current=None):
+    """Return ``(CUDA_KERNEL_NODE_PARAMS *, owners, kernel)`` for a kernel node.
+
+    With ``current`` (the node's present parameters), ``kernel`` and
+    ``args`` may be None: the present kernel and argument values are kept.
+    """
+    config = _coerce_config(config)
+    if config.cluster is not None or config.is_cooperative:
+        raise NotImplementedError("clustered or cooperative graph kernel nodes are not supported")
+    p = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+    owners = []
+    if kernel is not None:
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a Kernel, not {type(kernel).__name__}")
+        kernel._require_open()
+        p.kern = kernel._handle
+        p.func = ffi.NULL
+        p.ctx = ffi.NULL
+        owners.append(kernel)
+    else:
+        p.func = current.func
+        p.kern = current.kern
+        p.ctx = current.ctx
+    if args is not None:
+        args = tuple(args)
+        c_params, storage = _pack_args(kernel, args)
+        p.kernelParams = c_params
+        p.extra = ffi.NULL
+        owners.extend((args, storage, c_params))
+    else:
+        # Keep the node's arguments as the driver holds them: an array of
+        # pointers, or one parameter buffer (a node captured from launch()).
+        p.kernelParams = current.kernelParams
+        p.extra = current.extra
+    grid = config.grid
+    block = config.block
+    p.gridDimX, p.gridDimY, p.gridDimZ = grid
+    p.blockDimX, p.blockDimY, p.blockDimZ = block
+    p.sharedMemBytes = config.shmem_size
+    return p, owners, kernel
+
+
+def _pack_args(kernel, args):
+    """Pack ``args`` as :func:`~cuda_core.launch` does; return ``(void **, storage)``.
+
+    Uses the launcher's cached argument plan for this kernel and argument
+    types; the packed values are copied into storage owned by the caller.
+    """
+    if _arg_plan._IS_PYPY:
+        st = _arg_plan._thread_state(0)
+        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)
+        blob = ffi.buffer(st.buf, plan.size)[:]
+    else:
+        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)
+    n = plan.nargs
+    storage = ffi.new("char[]", bytes(blob) or b"\0")
+    c_params = ffi.new("void *[]", max(n, 1))
+    offsets = plan.layout.offsets
+    for i in range(n):
+        c_params[i] = storage + offsets[i]
+    return c_params, storage
+
+
+def _require_event(event):
+    if not isinstance(event, Event):
+        raise TypeError(f"event must be an Event, not {type(event).__name__}")
+    if event.is_closed:
+        raise RuntimeError("Event is closed; it cannot be used after close()")

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The interface of a compiled-program cache: :class:`ProgramCacheResource`.
+
+Also the key and value coercions every cache shares.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections.abc
+from pathlib import Path
+
+from cuda_core._module import ObjectCode
+
+__all__ = ["ProgramCacheResource"]
+
+
+class ProgramCacheResource(abc.ABC):
+    """Interface of a compiled-program cache: ``bytes``/``str`` keys to bytes.
+
+    A ``str`` key is the same entry as its UTF-8 encoding.  Values may be
+    written as ``bytes``, ``bytearray``, ``memoryview`` or an
+    :class:`~cuda_core.ObjectCode` (whose code is stored; a path-backed one is
+    read at write time); they are read back as ``bytes``.  Symbol mappings of
+    name expressions are not stored.
+
+    There is deliberately no ``__contains__``: between ``key in cache`` and
+    ``cache[key]`` another process may evict or replace the entry.  Use
+    :meth:`get`, which answers both questions at once.
+    """
+
+    @abc.abstractmethod
+    def __getitem__(self, key):
+        """Return the bytes stored under ``key``; raise KeyError if absent."""
+
+    @abc.abstractmethod
+    def __setitem__(self, key, value):
+        """Store ``value`` (bytes-like or ObjectCode) under ``key``."""
+
+    @abc.abstractmethod
+    def __delitem__(self, key):
+        """Remove ``key``; raise KeyError if absent."""
+
+    @abc.abstractmethod
+    def __len__(self):
+        """Return the number of entries."""
+
+    @abc.abstractmethod
+    def clear(self):
+        """Remove every entry."""
+
+    def get(self, key, default=None):
+        """Return ``self[key]``, or ``default`` when the key is absent.
+
+        Parameters
+        ----------
+        key : bytes or str
+        default : object, optional
+
+        Returns
+        -------
+        bytes or object
+        """
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def update(self, items, /):
+        """Store every ``(key, value)`` of a mapping or an iterable of pairs.
+
+        Not transactional: a failure part-way leaves earlier writes in place.
+        """
+        if isinstance(items, collections.abc.Mapping):
+            items = items.items()
+        for key, value in items:
+            self[key] = value
+
+    def close(self):  # noqa: B027 - deliberately a no-op default
+        """Release resources held by the cache (nothing by default)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# -- private helpers -------------------------------------------------------------
+
+
+def _check_max_size(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"max_size_bytes must be a positive int or None (0 would evict every write), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def _key_bytes(key):
+    if isinstance(key, (bytes, bytearray)):
+        return bytes(key)
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    raise TypeError(f"cache keys must be bytes or str, got {type(key).__name__}")
+
+
+def _value_bytes(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, ObjectCode):
+        code = value.code
+        if isinstance(code, str):
+            return Path(code).read_bytes()
+        return bytes(code)
+    raise TypeError(f"cache values must be bytes-like or ObjectCode, got {type(value).__name__}")
