@@ -5,8 +5,8 @@ Cases: ``Device.memory_info``, ``Device.temperature.get_sensor()`` and
 ``get_num_devices()``.  Each is timed through cuda_core and, where importable
 in this interpreter, NVIDIA's ``cuda.core.system``, in the same process; the
 same NVML call made from a C loop ("C floor", ``cc_bench_nvml_*_loop``, built
-into the extension only when the benchmark build is enabled) shows the cost
-of NVML itself.  Without NVML or a GPU the script says so and exits 0.
+into the extension only with ``CUDA_CORE_BUILD_BENCH=1``; otherwise that row
+is left out) shows the cost of NVML itself.  Without NVML or a GPU the script says so and exits 0.
 
 Run: ``python benchmarks/bench_system.py``
 """
@@ -23,7 +23,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import interleaved, nvidia_core, report, sampler  # noqa: E402
+from _harness import c_floor_loops, interleaved, nvidia_core, report, sampler  # noqa: E402
 
 BENCH = "system"
 
@@ -40,28 +40,27 @@ def _cases(system):
 
 
 def _cases_floor(system):
-    """The same NVML calls from a C loop: no Python at all (None if not built)."""
-    from cuda_core._cuda_ffi import lib
+    """The same NVML calls from a C loop: no Python at all.
+
+    Empty when the extension was built without those loops.
+    """
     from cuda_core.system._nvml import check
 
-    if not hasattr(lib, "cc_bench_nvml_memory_loop"):
-        return None
+    loops = c_floor_loops(
+        f"bench_{BENCH}",
+        "cc_bench_nvml_memory_loop",
+        "cc_bench_nvml_temperature_loop",
+        "cc_bench_nvml_count_loop",
+    )
+    if loops is None:
+        return {}
+    memory_loop, temperature_loop, count_loop = loops
     handle = system.Device(index=0)._h
     n = 1000
-
-    def memory():
-        check(lib.cc_bench_nvml_memory_loop(handle, n))
-
-    def temperature():
-        check(lib.cc_bench_nvml_temperature_loop(handle, n))
-
-    def count():
-        check(lib.cc_bench_nvml_count_loop(n))
-
     return {
-        "memory_info": (memory, n),
-        "temperature.get_sensor()": (temperature, n),
-        "get_num_devices()": (count, n),
+        "memory_info": (lambda: check(memory_loop(handle, n)), n),
+        "temperature.get_sensor()": (lambda: check(temperature_loop(handle, n)), n),
+        "get_num_devices()": (lambda: check(count_loop(n)), n),
     }
 
 
@@ -85,11 +84,9 @@ def main():
         except Exception as exc:  # noqa: BLE001 - an older cuda.core without NVML support
             print(f"bench_system: cuda.core.system not usable here: {exc}")
     floors = _cases_floor(system)
-    if floors is None:
-        print("bench_system: no C floor (the extension was built without the benchmark helpers)")
     for case in suites["cuda_core"]:
         samplers = {label: sampler(cases[case]) for label, cases in suites.items()}
-        if floors is not None:
+        if case in floors:
             fn, scale = floors[case]
             samplers["C floor"] = sampler(fn, scale=scale)
         report(BENCH, case, interleaved(samplers))

@@ -1,18 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""cffi_src/cdefs/nvml.h against a real ``nvml.h``, where one can be found.
+"""cffi_src/cdefs/nvml.h against a real ``nvml.h``: the stricter checks.
 
-Where ``nvml.h`` is found (``$CUDA_CORE_NVML_HEADER``, a CUDA toolkit, or the
-``nvidia-nvml-dev`` wheel's ``nvidia/cu13/include``), a C probe that includes
-it prints ``sizeof``/``offsetof`` of every NVML struct the extension
-declares, and a second one checks that every declared entry point has the
-header's exact signature.  Elsewhere those tests skip with the reason.  The
-struct version words are checked everywhere.
+tests/test_abi.py compares the struct layouts and (ignoring signedness) the
+prototypes of every declaration file.  Here, where ``nvml.h`` is found
+(``$CUDA_CORE_NVML_HEADER``, a CUDA toolkit, ``/usr/include`` or the
+``nvidia-nvml-dev`` wheel's ``nvidia/cu13/include``), every NVML entry point
+must match the header's signature including the signedness of each pointer
+target (an ``int *`` for an ``unsigned int *`` would mis-read values above
+2**31); elsewhere that test skips with the reason.  The struct version
+words, which every versioned NVML call sends, are checked everywhere.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
 import shutil
 import site
 import subprocess
@@ -24,7 +26,15 @@ from cuda_core._cuda_ffi import ffi
 from cuda_core.system._nvml import struct_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CDEF = os.path.join(ROOT, "cffi_src", "cdefs", "nvml.h")
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location(
+        "_cc_build_ffi", os.path.join(ROOT, "build_ffi.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def find_nvml_header():
@@ -59,72 +69,24 @@ def _header_or_skip():
     return path, cc
 
 
-def _nvml_structs():
-    typedefs, _, _ = ffi.list_types()
-    out = {}
-    for name in typedefs:
-        if not name.startswith("nvml"):
-            continue
-        t = ffi.typeof(name)
-        if t.kind in ("struct", "union"):
-            out[name] = t
-    return out
-
-
-def _run_probe(cc, header, body, tmp_path, name, link=True):
+def _run_probe(cc, header, body, tmp_path, name):
     src = tmp_path / f"{name}.c"
     src.write_text(
         "#include <stdio.h>\n#include <stddef.h>\n"
         "#define NVML_NO_UNVERSIONED_FUNC_DEFS 1\n"
         f'#include "{header}"\n' + body
     )
-    exe = tmp_path / (name if link else name + ".o")
-    return subprocess.run(
-        [
-            cc,
-            "-Werror=incompatible-pointer-types",
-            "-Werror=pointer-sign",
-            *(() if link else ("-c",)),
-            str(src),
-        ]
-        + ["-o", str(exe)],
-        capture_output=True,
-        text=True,
-    ), exe
-
-
-def test_struct_layouts_match_nvml_h(tmp_path):
-    header, cc = _header_or_skip()
-    structs = _nvml_structs()
-    assert len(structs) >= 25
-    items = {}
-    for name, t in structs.items():
-        items[f"sizeof({name})"] = ffi.sizeof(t)
-        for field, _ in t.fields:
-            items[f"offsetof({name}, {field})"] = ffi.offsetof(t, field)
-    for name in ("nvmlReturn_t", "nvmlEnableState_t", "nvmlPstates_t", "nvmlDeviceArchitecture_t"):
-        items[f"sizeof({name})"] = ffi.sizeof(name)
-    exprs = sorted(items)
-    lines = ["int main(void) {"]
-    lines += [f'    printf("%d %lld\\n", {i}, (long long)({e}));' for i, e in enumerate(exprs)]
-    lines += ["    return 0;", "}"]
-    r, exe = _run_probe(cc, header, "\n".join(lines), tmp_path, "layout")
-    assert r.returncode == 0, f"probe did not compile against {header}:\n{r.stderr[-4000:]}"
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
-    real = {exprs[int(i)]: int(v) for i, v in (line.split() for line in out.splitlines())}
-    bad = [f"{e}: cdef {items[e]} != header {real[e]}" for e in exprs if items[e] != real[e]]
-    assert not bad, f"{len(bad)} ABI mismatches vs {header}:\n" + "\n".join(bad)
+    obj = tmp_path / f"{name}.o"
+    flags = ["-Werror=incompatible-pointer-types", "-Werror=pointer-sign", "-c"]
+    return subprocess.run([cc, *flags, str(src), "-o", str(obj)], capture_output=True, text=True)
 
 
 def test_entry_point_signatures_match_nvml_h(tmp_path):
     header, cc = _header_or_skip()
-    text = open(CDEF).read().partition("/* ---- functions ---- */")[2]
-    protos = re.findall(r"^(.+?)\b(nvml\w+)\((.*)\);$", text, re.M)
+    protos = _builder().read_declarations("nvml.h").prototypes
     assert len(protos) > 80
-    lines = []
-    for i, (restype, name, params) in enumerate(protos):
-        lines.append(f"{restype.strip()} (*probe_{i})({params}) = {name};")
-    r, _ = _run_probe(cc, header, "\n".join(lines), tmp_path, "signatures", link=False)
+    lines = [f"{p.restype} (*probe_{p.name})({p.params}) = {p.name};" for p in protos]
+    r = _run_probe(cc, header, "\n".join(lines), tmp_path, "signatures")
     assert r.returncode == 0, f"signatures differ from {header}:\n{r.stderr[-6000:]}"
 
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* NVML (libnvidia-ml.so.1): the types and entry points cuda_core.system uses.
-   ABI of nvml.h as shipped with driver 580 / CUDA 13 (64-bit Linux); struct
-   layouts and sizes are checked against a real nvml.h by
-   tests/test_system_abi.py where one is found.  Enumerations are declared as
-   4-byte integers (their values live in cuda_core/system/typing.py). */
+   Follows the ABI of nvml.h as shipped with driver 580 / CUDA 13 (64-bit
+   Linux); tests/test_abi.py checks the layouts and signatures against a real
+   nvml.h where one is found (pip install nvidia-nvml-dev).  Enumerations are
+   declared as 4-byte integers: their values live in cuda_core/system/_enums.py.
+   Loaded by cuda_core._loader.load_nvml, from the system loader only. */
 
-/* ---- types ---- */
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
@@ -152,28 +152,24 @@ typedef struct {
 typedef nvmlSystemDriverBranchInfo_v1_t nvmlSystemDriverBranchInfo_t;
 
 typedef struct {
-    unsigned int bIsPresent;
-    unsigned int percentage;
-    unsigned int incThreshold;
-    unsigned int decThreshold;
-} cc_nvmlPstateUtilization_t;
-
-typedef struct {
     unsigned int flags;
-    cc_nvmlPstateUtilization_t utilization[8];
+    struct {
+        unsigned int bIsPresent;
+        unsigned int percentage;
+        unsigned int incThreshold;
+        unsigned int decThreshold;
+    } utilization[8];
 } nvmlGpuDynamicPstatesInfo_t;
 
 typedef struct {
-    nvmlThermalController_t controller;
-    int defaultMinTemp;
-    int defaultMaxTemp;
-    int currentTemp;
-    nvmlThermalTarget_t target;
-} cc_nvmlThermalSensor_t;
-
-typedef struct {
     unsigned int count;
-    cc_nvmlThermalSensor_t sensor[3];
+    struct {
+        nvmlThermalController_t controller;
+        int defaultMinTemp;
+        int defaultMaxTemp;
+        int currentTemp;
+        nvmlThermalTarget_t target;
+    } sensor[3];
 } nvmlGpuThermalSettings_t;
 
 typedef union {
@@ -230,7 +226,7 @@ typedef struct {
 } nvmlSystemEventSetWaitRequest_v1_t;
 typedef nvmlSystemEventSetWaitRequest_v1_t nvmlSystemEventSetWaitRequest_t;
 
-/* ---- functions ---- */
+/* Entry points, by their exported (versioned) names. */
 const char *nvmlErrorString(nvmlReturn_t result);
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);

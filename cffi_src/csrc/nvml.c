@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* NVML helpers of cuda_core.system.
+/* NVML helpers of cuda_core.system (declared in cdefs/cuda_core.h).
 
    cc_use_c_locale / cc_restore_locale: on WSL, NVML garbles process names
    under a non-"C" locale; cuda_core.system.get_process_name runs its NVML
@@ -31,4 +31,12 @@ void cc_restore_locale(void *saved) {
     uselocale(s->previous);
     freelocale(s->c_locale);
     free(s);
+}
+
+/* In a child created by fork() after the parent loaded NVML, cuda_core.system
+   calls this (from os.register_at_fork): every NVML entry point goes back to
+   NULL, so each wrapper returns CC_MISSING_SYMBOL at once and the error layer
+   raises its fork() error instead of letting NVML run on the parent's state. */
+void cc_nvml_forget(void) {
+    cc_forget_nvml();
 }
