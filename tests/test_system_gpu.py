@@ -189,15 +189,23 @@ def test_event_wait_times_out(nvml_device):
 
 
 def test_system_events_wait():
+    unavailable = (system.NotSupportedError, system.NoPermissionError)
     try:
         events = system.register_events(["bind", "unbind"])
-    except (system.NotSupportedError, system.NoPermissionError) as exc:
+    except (*unavailable, system.FunctionNotFoundError) as exc:
         record("system events", type(exc).__name__)
         return
     with events:
-        with pytest.raises(system.TimeoutError):
-            events.wait(timeout_ms=50, buffer_size=4)
-    record("system events", "registered; wait timed out")
+        assert events.handle != 0
+        # NVML either reports the expiry (TimeoutError) or returns no events.
+        try:
+            got = events.wait(timeout_ms=50, buffer_size=4)
+        except system.TimeoutError:
+            record("system events wait", "TimeoutError")
+        else:
+            record("system events wait", f"{len(got)} event(s)")
+            assert len(got) == 0 or got[0].event_type in ("bind", "unbind")
+    assert events.handle == 0
 
 
 def test_unsupported_features_behave_as_upstream(nvml_device):
@@ -252,12 +260,16 @@ def test_bad_arguments(nvml_device):
         system.Device(uuid="GPU-00000000-0000-0000-0000-000000000000")
     with pytest.raises(TypeError):
         system.Device(uuid=1234)
-    values = nvml_device.get_field_values([9999])
-    with pytest.raises(ValueError):
-        _ = values[0].field_id
-    with pytest.raises(system.NvmlError) as info:
-        _ = values[0].value
-    record("unknown field id error", type(info.value).__name__)
+    try:
+        values = nvml_device.get_field_values([9999])
+    except system.NvmlError as exc:  # NVML may refuse the whole request
+        record("unknown field id: the call raised", type(exc).__name__)
+    else:
+        with pytest.raises(ValueError):
+            _ = values[0].field_id
+        with pytest.raises(system.NvmlError) as info:
+            _ = values[0].value
+        record("unknown field id: the entry raised", type(info.value).__name__)
     with pytest.raises(ValueError):
         nvml_device.get_clock("warp")
     if isinstance(_outcome(nvml_device.get_nvlink_count), int):
@@ -345,7 +357,8 @@ def test_main_reports_gpus(smi_rows):
         [sys.executable, "-m", "cuda_core"], capture_output=True, text=True, env=env, timeout=120
     ).stdout
     section = out[out.index("NVML:") :]
-    assert f"kernel-mode driver {smi_rows[0][5]}" in section
+    version = ".".join(str(int(p)) for p in smi_rows[0][5].split("."))
+    assert f"kernel-mode driver {version}" in section
     for row in smi_rows:
         assert row[1] in section
 
