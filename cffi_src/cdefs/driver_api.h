@@ -238,3 +238,14 @@ CUresult cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destro
 CUresult cuUserObjectRelease(CUuserObject object, unsigned int count); /* abi 12080 */
 CUresult cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags); /* abi 12080 */
 CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned int count); /* abi 12080 */
+
+/* Batched memory operations.  cuMemcpyBatchAsync is declared in its CUDA 12.8
+   variant, whose failIdx out-parameter reports the index of the copy that
+   failed (SIZE_MAX when the failure concerns no single copy); CUDA 13.0
+   headers map the name to cuMemcpyBatchAsync_v2, which drops failIdx.  The
+   prefetch and discard batches are CUDA 13.0 entry points; flags must be 0
+   and none of them accepts the legacy NULL stream. */
+CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream); /* abi 12080 */
+CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream); /* abi 13000 */
+CUresult cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream); /* abi 13000 */
+CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream); /* abi 13000 */

@@ -446,3 +446,13 @@ typedef enum CUlibraryOption_enum {
     CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0, CU_LIBRARY_BINARY_IS_PRESERVED = 1,
     CU_LIBRARY_NUM_OPTIONS = 2
 } CUlibraryOption;
+
+/* Batched memory operations (cuMemcpyBatchAsync attributes; CUDA 12.8 values). */
+typedef enum CUmemcpyFlags_enum {
+    CU_MEMCPY_FLAG_DEFAULT = 0, CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE = 1
+} CUmemcpyFlags;
+typedef enum CUmemcpySrcAccessOrder_enum {
+    CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1,
+    CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL = 2, CU_MEMCPY_SRC_ACCESS_ORDER_ANY = 3,
+    CU_MEMCPY_SRC_ACCESS_ORDER_MAX = 0x7fffffff
+} CUmemcpySrcAccessOrder;

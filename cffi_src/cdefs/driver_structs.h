@@ -215,3 +215,12 @@ typedef struct CUgraphEdgeData_st {
     unsigned char type;
     unsigned char reserved[5];
 } CUgraphEdgeData;
+
+/* Batched memory operations: one copy's attributes in cuMemcpyBatchAsync
+   (CUmemcpyAttributes_v1, CUDA 12.8). */
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
