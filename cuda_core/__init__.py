@@ -9,7 +9,7 @@ library; each library is found and loaded at its first use (see
 from __future__ import annotations
 
 # Subpackages imported with the package, as in cuda.core.
-from cuda_core import checkpoint, graph, texture, typing, utils
+from cuda_core import checkpoint, graph, system, texture, typing, utils
 
 # --- public classes (one import line per module; keep sorted) ---
 from cuda_core._context import Context

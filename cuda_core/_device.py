@@ -33,6 +33,8 @@ from cuda_core._stream import Stream, _create_stream, _new_default_stream
 from cuda_core._stream_protocol import _as_index, _graph_builder_type
 from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import require_open
+from cuda_core.system._device import Device as _SystemDevice
+from cuda_core.system._device import cuda_device_class as _cuda_device_slot
 from cuda_core.texture._factories import TextureFactories
 
 __all__ = ["ComputeCapability", "Device"]
@@ -369,6 +371,10 @@ class Device(TextureFactories):
         check(lib.cuDeviceCanAccessPeer(out, self._device_id, peer._device_id))
         return bool(out[0])
 
+    def to_system_device(self):
+        """Return the :class:`cuda_core.system.Device` (NVML) of this GPU, matched by UUID."""
+        return _SystemDevice._from_cuda_uuid(self.uuid)
+
     @property
     def device_id(self):
         """int: The device ordinal."""
@@ -573,3 +579,4 @@ def _retain_primary(device_id):
 
 
 _DEVICE_TYPE.append(Device)  # WorkqueueResource.device
+_cuda_device_slot.append(Device)  # system.Device.to_cuda_device() returns this class

@@ -39,6 +39,7 @@ HEADERS = {
     "nvrtc.h": "nvrtc.h",
     "nvjitlink.h": "nvJitLink.h",
     "nvvm.h": "nvvm.h",
+    "nvml.h": "nvml.h",
     "dlpack.h": "dlpack.h",
     "cuda_core.h": None,
     "bench.h": None,
@@ -50,6 +51,7 @@ SEARCH = {
     "nvrtc.h": ("include",),
     "nvJitLink.h": ("include",),
     "nvvm.h": ("include", "nvvm/include"),
+    "nvml.h": ("include",),
     "dlpack.h": ("include/dlpack", "include"),
 }
 
@@ -81,6 +83,8 @@ def _header_dirs(header):
     for s in _site_dirs():
         for sub in ("nvidia/cu13", "nvidia/cuda_nvrtc", "nvidia/nvjitlink", "nvidia/cuda_nvcc"):
             roots.append(os.path.join(s, sub))
+    if header == "nvml.h":
+        roots += ["/usr", "/usr/local"]  # a distribution's NVML development package
     if header == "dlpack.h":
         # DLPack ships inside array libraries' wheels, or as a system package.
         roots += ["/usr", "/usr/local"]
