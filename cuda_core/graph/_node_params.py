@@ -285,7 +285,11 @@ def _pack_args(kernel, args):
 
 
 def _require_event(event):
-    """Check ``event``; return the claim a node attaches to keep its ``CUevent`` alive."""
+    """Check ``event``; return the claim a node attaches to keep its ``CUevent`` alive.
+
+    A closed Event raises RuntimeError (``cuda.core`` hands the driver a null
+    event; a deliberate difference).
+    """
     if not isinstance(event, Event):
         raise TypeError(f"event must be an Event, not {type(event).__name__}")
     if event.is_closed:
