@@ -25,11 +25,15 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream
 from cuda_core._device_properties import DeviceProperties
+from cuda_core._device_resources import _DEVICE_TYPE, DeviceResources
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
+from cuda_core._green_context import create_green_context
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
 from cuda_core._stream_protocol import _as_index, _graph_builder_type
+from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import require_open
+from cuda_core.texture._factories import TextureFactories
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -53,7 +57,7 @@ class ComputeCapability(NamedTuple):
     minor: int
 
 
-class Device:
+class Device(TextureFactories):
     """A CUDA GPU, and the entry point to streams, events and memory on it.
 
     ``Device(device_id)`` returns the calling thread's singleton object for
@@ -202,14 +206,37 @@ class Device:
         return previous
 
     def create_context(self, options=None):
-        """Create a green context (not supported yet).
+        """Create a green context from device resources; it is not made current.
+
+        Parameters
+        ----------
+        options : ContextOptions
+            The resources of the context: SM groups from one
+            :meth:`SMResource.split <cuda_core.SMResource.split>` of
+            :attr:`resources`, optionally a configured workqueue resource.
+
+        Returns
+        -------
+        Context
+            A green context (:attr:`Context.is_green
+            <cuda_core.Context.is_green>`); make streams on it with
+            :meth:`Context.create_stream <cuda_core.Context.create_stream>`,
+            or make it current with :meth:`set_current`.
 
         Raises
         ------
+        ValueError
+            Without resources, or with a dry-run SMResource.
+        TypeError
+            If ``options`` is not a ContextOptions (or dict), or a resource
+            is neither an SMResource nor a WorkqueueResource.
         NotImplementedError
-            Always: green contexts are not implemented in cuda_core.
+            With a driver older than CUDA 12.4.
+        CUDAError
+            If the driver rejects the resources (e.g. groups from different
+            splits: ``CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION``).
         """
-        raise NotImplementedError("green contexts (Device.create_context) are not supported yet")
+        return create_green_context(self._device_id, options)
 
     def create_stream(self, obj=None, options=None):
         """Create a new stream, or wrap a foreign one.
@@ -378,6 +405,11 @@ class Device:
         return ffi.string(buf).decode()
 
     @property
+    def resources(self):
+        """DeviceResources: The device's resources (SMs, workqueues) for green contexts."""
+        return DeviceResources._for_device(self._device_id)
+
+    @property
     def properties(self):
         """DeviceProperties: The device attributes (created once, values cached)."""
         props = _properties.get(self._device_id)
@@ -446,6 +478,9 @@ class Device:
         non-zero integer, else :data:`~cuda_core.LEGACY_DEFAULT_STREAM`.
         """
         return default_stream()
+
+
+_TENSOR_MAP_DEVICE.append(Device)
 
 
 # --------------------------------------------------------------------------
@@ -535,3 +570,6 @@ def _retain_primary(device_id):
             check(lib.cuDevicePrimaryCtxRetain(out, device_id))
             c_ctx = _primary[device_id] = out[0]
     return c_ctx
+
+
+_DEVICE_TYPE.append(Device)  # WorkqueueResource.device
