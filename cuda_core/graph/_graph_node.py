@@ -147,9 +147,10 @@ class GraphNode(_NodeBuilders):
         Afterwards :attr:`is_valid` is False; the object stays usable as in
         ``cuda.core`` (see the module docstring), but nodes cannot be added
         after it: its builder methods raise RuntimeError, where ``cuda.core``
-        adds the new node without dependencies (a deliberate difference).  A no-op on an already destroyed node and on the entry
-        node.  The graph's hold on what the node used is released at once;
-        executable graphs made from it, embedded copies and launches in
+        adds the new node without dependencies (a deliberate difference).  A
+        no-op on an already destroyed node and on the entry node.  The
+        graph's hold on what the node used is released at once; executable
+        graphs made from it, embedded copies and launches in
         flight keep theirs.  Destroying a child-graph or conditional node
         invalidates the graphs inside it and their nodes.
         """
