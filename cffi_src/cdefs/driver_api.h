@@ -180,6 +180,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
 CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags); /* abi 12080 */
 CUresult cuGraphDestroy(CUgraph hGraph); /* abi 12080 */
 CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph); /* abi 12080 */
+CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph); /* abi 12080 */
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags); /* abi 12080 */
 CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams); /* abi 12080 */
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream); /* abi 12080 */

@@ -492,7 +492,9 @@ def _option_classes():
     for f in dataclasses.fields(LinkerOptions):
         linker_rules.setdefault(f.name, strict)
     lenient = flag(accept_01=True, none_ok=False)
-    graph_print_rules = {f.name: lenient for f in dataclasses.fields(GraphDebugPrintOptions)}
+    # As upstream, the graph options are plain dataclasses: construction takes
+    # any value (each field counts by its truth value when used).
+    graph_print_rules = {f.name: anything for f in dataclasses.fields(GraphDebugPrintOptions)}
     from cuda_core._memory._managed_memory_resource import ManagedMemoryLocationType
     from cuda_core._memory._virtual_memory_resource import (
         VirtualMemoryAccessType,
@@ -556,10 +558,10 @@ def _option_classes():
             "win32_handle_metadata": anything,  # unused on Linux
         },
         GraphCompleteOptions: {
-            "auto_free_on_launch": lenient,
-            "upload_stream": stream_or_none,
-            "device_launch": lenient,
-            "use_node_priority": lenient,
+            "auto_free_on_launch": anything,
+            "upload_stream": anything,
+            "device_launch": anything,
+            "use_node_priority": anything,
         },
         GraphDebugPrintOptions: graph_print_rules,
         LaunchConfig: {
@@ -633,9 +635,6 @@ def _cross_field(name, kw):
             return INVALID
     if name == "LinkerOptions":
         if kw.get("ptx") is True and kw.get("link_time_optimization") is not True:
-            return INVALID
-    if name == "GraphCompleteOptions":
-        if _true(kw.get("device_launch")) and _true(kw.get("auto_free_on_launch")):
             return INVALID
     if name == "ManagedMemoryResourceOptions":
         loc = kw.get("preferred_location")
