@@ -8,8 +8,9 @@ library; each library is found and loaded at its first use (see
 
 from __future__ import annotations
 
-# Subpackages imported with the package, as in cuda.core.
-from cuda_core import checkpoint, graph, system, texture, typing, utils
+import sys as _sys
+
+from cuda_core import typing
 
 # --- public classes (one import line per module; keep sorted) ---
 from cuda_core._context import Context
@@ -61,3 +62,24 @@ from cuda_core._stream import Stream
 from cuda_core._stream_options import StreamOptions
 from cuda_core._tensor_map import TensorMapDescriptor, TensorMapDescriptorOptions
 from cuda_core._version import __version__
+
+# The other subpackages are imported at their first use (``cuda_core.graph``,
+# ``from cuda_core import utils``), not with the package: most programs need
+# few of them, and importing them all would cost more than the rest of the
+# package.  ``import cuda_core.system`` works as for any package.
+_LAZY_SUBPACKAGES = ("checkpoint", "graph", "system", "texture", "utils")
+
+# ``from cuda_core import *`` names what it named when every subpackage was
+# imported with the package.
+__all__ = sorted({name for name in globals() if not name.startswith("_")}.union(_LAZY_SUBPACKAGES))
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBPACKAGES:
+        __import__(f"cuda_core.{name}")
+        return _sys.modules[f"cuda_core.{name}"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()).union(_LAZY_SUBPACKAGES))

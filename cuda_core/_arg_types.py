@@ -29,7 +29,6 @@ where ``cuda.core`` would pass the bytes and let the kernel read garbage.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import struct
 
@@ -69,30 +68,39 @@ _FLOAT_ITEMS = _one("d")
 _COMPLEX_ITEMS = (("d", "{a}.real", "{a}.real"), ("d", "{a}.imag", "{a}.imag"))
 _BUFFER_ITEMS = _one("N", "({a}._ptr or _closed_buffer({a}, {i}))")
 
-_CTYPES_SCALARS = (
-    (ctypes.c_bool, _one("?", "{a}.value", "1 if {a}.value else 0")),
-    (ctypes.c_int8, _one("b", "{a}.value")),
-    (ctypes.c_int16, _one("h", "{a}.value")),
-    (ctypes.c_int32, _one("i", "{a}.value")),
-    (ctypes.c_int64, _one("q", "{a}.value")),
-    (ctypes.c_uint8, _one("B", "{a}.value")),
-    (ctypes.c_uint16, _one("H", "{a}.value")),
-    (ctypes.c_uint32, _one("I", "{a}.value")),
-    (ctypes.c_uint64, _one("Q", "{a}.value")),
-    (ctypes.c_float, _one("f", "{a}.value")),
-    (ctypes.c_double, _one("d", "{a}.value")),
-)
 
-_tables = []  # [(exact: {type: items}, numpy_order, ctypes_order, buffer type)] once built
+def _ctypes_scalars(ctypes):
+    return (
+        (ctypes.c_bool, _one("?", "{a}.value", "1 if {a}.value else 0")),
+        (ctypes.c_int8, _one("b", "{a}.value")),
+        (ctypes.c_int16, _one("h", "{a}.value")),
+        (ctypes.c_int32, _one("i", "{a}.value")),
+        (ctypes.c_int64, _one("q", "{a}.value")),
+        (ctypes.c_uint8, _one("B", "{a}.value")),
+        (ctypes.c_uint16, _one("H", "{a}.value")),
+        (ctypes.c_uint32, _one("I", "{a}.value")),
+        (ctypes.c_uint64, _one("Q", "{a}.value")),
+        (ctypes.c_float, _one("f", "{a}.value")),
+        (ctypes.c_double, _one("d", "{a}.value")),
+    )
+
+
+# [(exact: {type: items}, isinstance fallback, numpy, ctypes)] once built: numpy
+# and ctypes are imported at the first plan, not with cuda_core.
+_tables = []
 
 
 def _type_tables():
     """Build (once) the exact-type table and the isinstance fallback lists."""
     if _tables:
         return _tables[0]
+    import ctypes
+
     import numpy as np
 
     from cuda_core._memory._buffer import Buffer
+
+    ctypes_scalars = _ctypes_scalars(ctypes)
 
     numpy_scalars = (
         (np.bool_, _one("?", "{a}", "1 if {a} else 0")),
@@ -123,11 +131,11 @@ def _type_tables():
         float: _FLOAT_ITEMS,
         complex: _COMPLEX_ITEMS,
     }
-    for tp, items in numpy_scalars + _CTYPES_SCALARS:
+    for tp, items in numpy_scalars + ctypes_scalars:
         exact.setdefault(tp, items)
     fallback = (
         numpy_scalars
-        + _CTYPES_SCALARS
+        + ctypes_scalars
         + (
             (Buffer, _BUFFER_ITEMS),
             (bool, _BOOL_ITEMS),
@@ -136,7 +144,7 @@ def _type_tables():
             (complex, _COMPLEX_ITEMS),
         )
     )
-    _tables.append((exact, fallback, np))
+    _tables.append((exact, fallback, np, ctypes))
     return _tables[0]
 
 
@@ -150,7 +158,7 @@ def _strided_memory_view_type():
 
 def _classify(arg, index, param):
     """Return the :class:`_Slot` for argument ``index`` (``param``: its ParamInfo or None)."""
-    exact, fallback, np = _type_tables()
+    exact, fallback, np, ctypes = _type_tables()
     tp = type(arg)
     items = exact.get(tp)
     if items is not None:
@@ -286,6 +294,8 @@ def _realign(zeros, aligned, value):
 
 
 def _struct_slot_ctypes(arg, index, param):
+    import ctypes
+
     tp = type(arg)
     size = ctypes.sizeof(tp)
     slot_size = _struct_size(index, f"the ctypes structure {tp.__name__}", size, param)
@@ -294,6 +304,8 @@ def _struct_slot_ctypes(arg, index, param):
 
 
 def _ctypes_bytes(obj):
+    import ctypes
+
     return ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj))
 
 

@@ -30,7 +30,6 @@ from cuda_core._errors import check
 from cuda_core._memory._dlpack import DLDeviceType
 from cuda_core._tensor_map_types import (  # noqa: F401 - the enums are re-exported here
     _DATA_TYPE_SIZE,
-    _NUMPY_DTYPE_TO_TMA,
     _SWIZZLE_SPAN,
     TensorMapDataType,
     TensorMapIm2ColWideMode,
@@ -41,6 +40,7 @@ from cuda_core._tensor_map_types import (  # noqa: F401 - the enums are re-expor
     _check_enums,
     _int_tuple,
     _normalize_data_type,
+    _numpy_dtype_to_tma,
     _require_enum,
     _resolve_data_type,
 )

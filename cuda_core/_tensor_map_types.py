@@ -8,8 +8,7 @@ defines them).
 from __future__ import annotations
 
 import enum
-
-import numpy
+import sys
 
 from cuda_core._cuda_ffi import lib
 
@@ -21,11 +20,6 @@ __all__ = [
     "TensorMapOOBFill",
     "TensorMapSwizzle",
 ]
-
-try:  # bfloat16 comes from ml_dtypes when installed
-    from ml_dtypes import bfloat16 as _bfloat16
-except ImportError:  # pragma: no cover - depends on the environment
-    _bfloat16 = None
 
 
 class TensorMapDataType(enum.IntEnum):
@@ -89,20 +83,38 @@ class TensorMapIm2ColWideMode(enum.IntEnum):
     W128 = lib.CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128
 
 
-#: NumPy dtype -> TensorMapDataType (element size in _DATA_TYPE_SIZE).
-_NUMPY_DTYPE_TO_TMA = {
-    numpy.dtype(numpy.uint8): TensorMapDataType.UINT8,
-    numpy.dtype(numpy.uint16): TensorMapDataType.UINT16,
-    numpy.dtype(numpy.uint32): TensorMapDataType.UINT32,
-    numpy.dtype(numpy.int32): TensorMapDataType.INT32,
-    numpy.dtype(numpy.uint64): TensorMapDataType.UINT64,
-    numpy.dtype(numpy.int64): TensorMapDataType.INT64,
-    numpy.dtype(numpy.float16): TensorMapDataType.FLOAT16,
-    numpy.dtype(numpy.float32): TensorMapDataType.FLOAT32,
-    numpy.dtype(numpy.float64): TensorMapDataType.FLOAT64,
-}
-if _bfloat16 is not None:  # pragma: no cover - depends on the environment
-    _NUMPY_DTYPE_TO_TMA[numpy.dtype(_bfloat16)] = TensorMapDataType.BFLOAT16
+_numpy_table = []  # [{numpy dtype: TensorMapDataType}] once built (numpy is imported then)
+
+
+def _numpy_dtype_to_tma():
+    """Return ``{numpy dtype: TensorMapDataType}`` (element size in _DATA_TYPE_SIZE).
+
+    Built at the first call, so that importing cuda_core does not import numpy.
+    """
+    if _numpy_table:
+        return _numpy_table[0]
+    import numpy
+
+    table = {
+        numpy.dtype(numpy.uint8): TensorMapDataType.UINT8,
+        numpy.dtype(numpy.uint16): TensorMapDataType.UINT16,
+        numpy.dtype(numpy.uint32): TensorMapDataType.UINT32,
+        numpy.dtype(numpy.int32): TensorMapDataType.INT32,
+        numpy.dtype(numpy.uint64): TensorMapDataType.UINT64,
+        numpy.dtype(numpy.int64): TensorMapDataType.INT64,
+        numpy.dtype(numpy.float16): TensorMapDataType.FLOAT16,
+        numpy.dtype(numpy.float32): TensorMapDataType.FLOAT32,
+        numpy.dtype(numpy.float64): TensorMapDataType.FLOAT64,
+    }
+    try:  # bfloat16 comes from ml_dtypes when installed
+        from ml_dtypes import bfloat16
+    except ImportError:  # pragma: no cover - depends on the environment
+        pass
+    else:  # pragma: no cover - depends on the environment
+        table[numpy.dtype(bfloat16)] = TensorMapDataType.BFLOAT16
+    _numpy_table.append(table)
+    return table
+
 
 #: Bytes of one element of each data type.
 _DATA_TYPE_SIZE = {
@@ -135,9 +147,10 @@ def _resolve_data_type(view, data_type):
         raise ValueError(
             "Cannot infer TMA data type from the tensor; please specify data_type explicitly"
         )
-    tma = _NUMPY_DTYPE_TO_TMA.get(dtype)
+    table = _numpy_dtype_to_tma()
+    tma = table.get(dtype)
     if tma is None:
-        supported = ", ".join(str(d) for d in _NUMPY_DTYPE_TO_TMA)
+        supported = ", ".join(str(d) for d in table)
         raise ValueError(f"Unsupported dtype {dtype} for TMA; supported dtypes: {supported}")
     return tma
 
@@ -147,8 +160,10 @@ def _int_tuple(name, values):
         values = tuple(values)
     except TypeError:
         raise TypeError(f"{name} must be a tuple of ints, got {type(values)}") from None
+    numpy = sys.modules.get("numpy")  # a numpy integer exists only once numpy is imported
+    ints = int if numpy is None else (int, numpy.integer)
     for i, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, (int, numpy.integer)):
+        if isinstance(value, bool) or not isinstance(value, ints):
             raise TypeError(f"{name}[{i}] must be an int, got {type(value)}")
     return tuple(int(v) for v in values)
 
@@ -156,6 +171,8 @@ def _int_tuple(name, values):
 def _normalize_data_type(data_type):
     if data_type is None or isinstance(data_type, TensorMapDataType):
         return data_type
+    import numpy
+
     try:
         return numpy.dtype(data_type)
     except TypeError:

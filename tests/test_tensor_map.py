@@ -16,7 +16,6 @@ from cuda_core._arg_types import KERNEL_ARG_MARKER
 from cuda_core._cuda_ffi import ffi
 from cuda_core._kernel import Kernel, ParamInfo
 from cuda_core._tensor_map import (
-    _NUMPY_DTYPE_TO_TMA,
     TensorMapDataType,
     TensorMapIm2ColWideMode,
     TensorMapInterleave,
@@ -26,6 +25,7 @@ from cuda_core._tensor_map import (
     _byte_layout,
     _driver_layout,
     _element_strides,
+    _numpy_dtype_to_tma,
     _require_view_device,
 )
 from cuda_core.texture import ResourceDescriptor, SurfaceObject, TextureObject
@@ -57,12 +57,12 @@ def test_enum_values_match_cuda_h():
     ],
 )
 def test_dtype_table(dtype, expected):
-    assert _NUMPY_DTYPE_TO_TMA[np.dtype(dtype)] is expected
+    assert _numpy_dtype_to_tma()[np.dtype(dtype)] is expected
 
 
 def test_dtype_table_has_no_int8_or_int16():
-    assert np.dtype(np.int8) not in _NUMPY_DTYPE_TO_TMA
-    assert np.dtype(np.int16) not in _NUMPY_DTYPE_TO_TMA
+    assert np.dtype(np.int8) not in _numpy_dtype_to_tma()
+    assert np.dtype(np.int16) not in _numpy_dtype_to_tma()
 
 
 def test_options_validation():

@@ -15,8 +15,6 @@ from __future__ import annotations
 import functools
 import warnings
 
-import numpy
-
 from cuda_core import _tensor_map
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
@@ -271,6 +269,8 @@ class StridedMemoryView:
         if itemsize is None and dtype is None:
             raise ValueError("Either itemsize or dtype must be specified")
         if dtype is not None:
+            import numpy
+
             dtype = numpy.dtype(dtype)
             if itemsize is not None and itemsize != dtype.itemsize:
                 raise ValueError(

@@ -10,16 +10,23 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy
-
 from cuda_core._memory import _dlpack
 
 __all__ = []
 
-try:  # bfloat16 and friends come from ml_dtypes when installed
-    from ml_dtypes import bfloat16 as _bfloat16
-except ImportError:  # pragma: no cover - depends on the environment
-    _bfloat16 = None
+# numpy (and ml_dtypes) are imported at the first use, not with cuda_core.
+
+
+@functools.cache
+def _bfloat16():
+    """Return ml_dtypes' ``bfloat16`` dtype, or None when ml_dtypes is not installed."""
+    try:
+        from ml_dtypes import bfloat16
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    import numpy  # pragma: no cover - depends on the environment
+
+    return numpy.dtype(bfloat16)  # pragma: no cover - depends on the environment
 
 
 class _StridedLayout:
@@ -81,24 +88,27 @@ class _StridedLayout:
 
 @functools.cache
 def _typestr2dtype(typestr):
+    import numpy
+
     return numpy.dtype(typestr)
 
 
+# (DLPack type code, bits) -> numpy type name
 _DLPACK_DTYPES = {
-    (0, 8): numpy.int8,
-    (0, 16): numpy.int16,
-    (0, 32): numpy.int32,
-    (0, 64): numpy.int64,
-    (1, 8): numpy.uint8,
-    (1, 16): numpy.uint16,
-    (1, 32): numpy.uint32,
-    (1, 64): numpy.uint64,
-    (2, 16): numpy.float16,
-    (2, 32): numpy.float32,
-    (2, 64): numpy.float64,
-    (5, 64): numpy.complex64,
-    (5, 128): numpy.complex128,
-    (6, 8): numpy.bool_,
+    (0, 8): "int8",
+    (0, 16): "int16",
+    (0, 32): "int32",
+    (0, 64): "int64",
+    (1, 8): "uint8",
+    (1, 16): "uint16",
+    (1, 32): "uint32",
+    (1, 64): "uint64",
+    (2, 16): "float16",
+    (2, 32): "float32",
+    (2, 64): "float64",
+    (5, 64): "complex64",
+    (5, 128): "complex128",
+    (6, 8): "bool",
 }
 
 
@@ -106,18 +116,21 @@ def _dlpack_to_numpy_dtype(code, bits, lanes):
     if lanes != 1:
         raise NotImplementedError(f"vector dtypes (lanes={lanes}) are not supported")
     if code == int(_dlpack.DLDataTypeCode.kDLBfloat):
-        if _bfloat16 is None or bits != 16:
+        bfloat16 = _bfloat16()
+        if bfloat16 is None or bits != 16:
             raise NotImplementedError(
                 "Support for bfloat16 within cuda_core requires `ml_dtypes` to be installed."
             )
-        return numpy.dtype(_bfloat16)
+        return bfloat16
     np_type = _DLPACK_DTYPES.get((code, bits))
     if np_type is None:
         raise TypeError(f"Unsupported DLPack dtype: code {code}, {bits} bits")
-    return numpy.dtype(np_type)
+    return _typestr2dtype(np_type)
 
 
 def _numpy_to_dlpack_dtype(dtype):
+    import numpy
+
     dtype = numpy.dtype(dtype)
     if dtype.fields is not None:
         raise BufferError("Structured dtypes are not supported for DLPack export")
@@ -136,7 +149,7 @@ def _numpy_to_dlpack_dtype(dtype):
         code = codes.kDLFloat
     elif kind == "c" and bits in (64, 128):
         code = codes.kDLComplex
-    elif _bfloat16 is not None and dtype == numpy.dtype(_bfloat16):
+    elif _bfloat16() is not None and dtype == _bfloat16():
         code = codes.kDLBfloat
     else:
         raise BufferError(f"Unsupported dtype for DLPack export: {dtype}")

@@ -10,8 +10,6 @@ fields of a view that ``_reset`` initialized.
 
 from __future__ import annotations
 
-import numpy
-
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _dlpack
@@ -186,6 +184,8 @@ def _view_buffer(view, buffer, layout, dtype, is_readonly):
     if not isinstance(buffer, Buffer):
         raise TypeError(f"buffer must be a Buffer, not {type(buffer).__name__}")
     if dtype is not None:
+        import numpy
+
         dtype = numpy.dtype(dtype)
         if dtype.itemsize != layout.itemsize:
             raise ValueError(
