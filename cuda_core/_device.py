@@ -26,16 +26,15 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream
 from cuda_core._device_properties import DeviceProperties
 from cuda_core._device_resources import _DEVICE_TYPE, DeviceResources
+from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._green_context import create_green_context
+from cuda_core._slots import DEVICE_CLASS
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
 from cuda_core._stream_protocol import _as_index, _graph_builder_type
 from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import require_open
-from cuda_core.system._device import Device as _SystemDevice
-from cuda_core.system._device import cuda_device_class as _cuda_device_slot
-from cuda_core.texture._factories import TextureFactories
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -373,7 +372,9 @@ class Device(TextureFactories):
 
     def to_system_device(self):
         """Return the :class:`cuda_core.system.Device` (NVML) of this GPU, matched by UUID."""
-        return _SystemDevice._from_cuda_uuid(self.uuid)
+        from cuda_core.system._device import Device as SystemDevice
+
+        return SystemDevice._from_cuda_uuid(self.uuid)
 
     @property
     def device_id(self):
@@ -579,4 +580,4 @@ def _retain_primary(device_id):
 
 
 _DEVICE_TYPE.append(Device)  # WorkqueueResource.device
-_cuda_device_slot.append(Device)  # system.Device.to_cuda_device() returns this class
+DEVICE_CLASS.append(Device)  # system.Device.to_cuda_device(), the texture objects' device

@@ -11,7 +11,7 @@ them and turns them into what the driver's batch entry points take.
 from __future__ import annotations
 
 import array
-import platform
+import sys
 from collections.abc import Sequence
 from itertools import repeat
 
@@ -34,7 +34,7 @@ _DRIVER_VERSION = []  # [int] once read
 
 # Filling a C array from a list of ints: on CPython array.array converts
 # about ten times faster than ffi.new; on PyPy ffi.new is the faster one.
-_VIA_ARRAY = platform.python_implementation() == "CPython" and array.array("Q").itemsize == 8
+_VIA_ARRAY = sys.implementation.name == "cpython" and array.array("Q").itemsize == 8
 
 
 def coerce_buffers(buffers, what, single_hint):

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing.reduction
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _ipc
+from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._peer_access import PeerAccessibleBySetProxy, _set_peer_accessible_by
 from cuda_core._utils import check_or_create_options
@@ -147,4 +147,4 @@ def _deep_reduce_device_memory_resource(mr):
     return _ipc.deep_reduce_mempool(mr, mr.device_id)
 
 
-multiprocessing.reduction.register(DeviceMemoryResource, _deep_reduce_device_memory_resource)
+register_reducer(DeviceMemoryResource, _deep_reduce_device_memory_resource)

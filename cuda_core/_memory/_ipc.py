@@ -15,24 +15,22 @@ trusted processes.
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.reduction
 import os
-import platform
-import uuid as _uuid
+import sys
 import warnings
 import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, _as_stream, _default_stream
+from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._utils import as_int_handle, require_open
 
 __all__ = ["IPCAllocationHandle", "IPCBufferDescriptor"]
 
 IPC_HANDLE_TYPE = (
     lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-    if platform.system() == "Linux"
+    if sys.platform.startswith("linux")
     else lib.CU_MEM_HANDLE_TYPE_NONE
 )
 
@@ -50,6 +48,8 @@ def check_multiprocessing_start_method():
     Pickling for a process being spawned (spawn or forkserver, the only
     start methods that pickle their arguments) never warns.
     """
+    import multiprocessing
+
     if multiprocessing.context.get_spawning_popen() is not None:
         return
     if multiprocessing.get_start_method(allow_none=True) == "fork":
@@ -170,7 +170,9 @@ def _reduce_allocation_handle(alloc_handle):
     check_multiprocessing_start_method()
     if alloc_handle.is_closed:
         raise RuntimeError("cannot send a closed IPCAllocationHandle")
-    df = multiprocessing.reduction.DupFd(alloc_handle.handle)
+    from multiprocessing.reduction import DupFd
+
+    df = DupFd(alloc_handle.handle)
     return _reconstruct_allocation_handle, (type(alloc_handle), df, alloc_handle.uuid)
 
 
@@ -178,7 +180,7 @@ def _reconstruct_allocation_handle(cls, df, uuid):
     return cls._init(df.detach(), uuid)
 
 
-multiprocessing.reduction.register(IPCAllocationHandle, _reduce_allocation_handle)
+register_reducer(IPCAllocationHandle, _reduce_allocation_handle)
 
 
 class IPCDataForMR:
@@ -206,7 +208,9 @@ def export_mempool(mr):
         "cuMemPoolExportToShareableHandle",
     )
     try:
-        return IPCAllocationHandle._init(fd[0], _uuid.uuid4())
+        import uuid
+
+        return IPCAllocationHandle._init(fd[0], uuid.uuid4())
     except BaseException:
         os.close(fd[0])
         raise

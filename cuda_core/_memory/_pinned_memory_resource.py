@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing.reduction
-import platform
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
 from cuda_core._memory import _ipc
+from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._peer_access import _device_count, _set_peer_access
 from cuda_core._utils import check_or_create_options
@@ -91,6 +90,8 @@ class PinnedMemoryResource(_MemPool):
             _grant_device_access(self)
             return
         if opts.ipc_enabled and not _ipc.is_supported():
+            import platform
+
             raise RuntimeError(f"IPC is not available on {platform.system()}")
         numa_id = opts.numa_id
         if numa_id is None and opts.ipc_enabled:
@@ -208,4 +209,4 @@ def _deep_reduce_pinned_memory_resource(mr):
     return _ipc.deep_reduce_mempool(mr)
 
 
-multiprocessing.reduction.register(PinnedMemoryResource, _deep_reduce_pinned_memory_resource)
+register_reducer(PinnedMemoryResource, _deep_reduce_pinned_memory_resource)

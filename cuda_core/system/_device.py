@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._slots import DEVICE_CLASS
 from cuda_core.system import _device_events, _device_info
 from cuda_core.system._device_events import DeviceEvents, event_mask
 from cuda_core.system._device_info import (
@@ -86,8 +87,8 @@ _COOLER_VERSION = struct_version("nvmlCoolerInfo_v1_t", 1)
 _REPAIR_VERSION = struct_version("nvmlRepairStatus_v1_t", 1)
 _ADDRESSING_VERSION = struct_version("nvmlDeviceAddressingMode_v1_t", 1)
 
-# Filled by cuda_core._device at import: the cuda_core.Device class.
-cuda_device_class = []
+# [cuda_core.Device], filled by cuda_core._device at import.
+cuda_device_class = DEVICE_CLASS
 
 
 class Device:

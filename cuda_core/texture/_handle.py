@@ -21,12 +21,13 @@ import threading
 import weakref
 
 from cuda_core._errors import check, warn_cuda
+from cuda_core._slots import DEVICE_CLASS
 
 __all__ = []
 
-#: The Device class, filled in by ``cuda_core._device`` at import (this
-#: package sits below it and never imports it).
-DEVICE_TYPE = []
+#: ``[Device]``, filled in by ``cuda_core._device`` at import (this package
+#: sits below it and never imports it).
+DEVICE_TYPE = DEVICE_CLASS
 
 
 def device_of(device_id):

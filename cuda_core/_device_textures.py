@@ -1,19 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """The texture factories of :class:`~cuda_core.Device` (a base class it inherits).
 
-``Device`` sits above this package, which never imports it: ``Device``
-derives from :class:`TextureFactories`, whose ``__init_subclass__`` records
-the class for the ``device`` properties of arrays, textures and surfaces.
+They import :mod:`cuda_core.texture` at their first call, so that importing
+cuda_core does not.  The texture package reaches ``Device`` (for the
+``device`` properties of arrays, textures and surfaces) through
+:data:`cuda_core._slots.DEVICE_CLASS`.
 """
 
 from __future__ import annotations
 
 from cuda_core._context import _pop, _push_if_needed
-from cuda_core.texture._array import _create_opaque_array
-from cuda_core.texture._handle import DEVICE_TYPE
-from cuda_core.texture._mipmapped_array import _create_mipmapped_array
-from cuda_core.texture._surface import _create_surface_object
-from cuda_core.texture._texture import _create_texture_object
 
 __all__ = []
 
@@ -22,11 +18,6 @@ class TextureFactories:
     """``Device.create_opaque_array`` and friends."""
 
     __slots__ = ()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if not DEVICE_TYPE:
-            DEVICE_TYPE.append(cls)
 
     def create_opaque_array(self, options):
         """Allocate an :class:`~cuda_core.texture.OpaqueArray` (a CUDA array) on this device.
@@ -47,6 +38,8 @@ class TextureFactories:
             driver rejects the allocation (e.g. an extent above the device's
             limits).
         """
+        from cuda_core.texture._array import _create_opaque_array
+
         return _in_context(self, _create_opaque_array, options)
 
     def create_mipmapped_array(self, options):
@@ -67,6 +60,8 @@ class TextureFactories:
             If the device is not initialized or the driver rejects the
             allocation (e.g. more levels than the largest extent allows).
         """
+        from cuda_core.texture._mipmapped_array import _create_mipmapped_array
+
         return _in_context(self, _create_mipmapped_array, options)
 
     def create_texture_object(self, *, resource, options=None):
@@ -96,6 +91,8 @@ class TextureFactories:
             If the device is not initialized or the driver rejects the
             combination (e.g. linear filtering of integers read as such).
         """
+        from cuda_core.texture._texture import _create_texture_object
+
         return _in_context(self, _create_texture_object, resource, options)
 
     def create_surface_object(self, *, resource):
@@ -120,6 +117,8 @@ class TextureFactories:
         RuntimeError
             If the array is closed.
         """
+        from cuda_core.texture._surface import _create_surface_object
+
         return _in_context(self, _create_surface_object, resource)
 
 
