@@ -45,7 +45,7 @@ def _env():
 
 
 def _run(statement, env):
-    """Return the wall time of one fresh interpreter running ``statement``, in ms (None on failure)."""
+    """Return the wall time (ms) of a new interpreter running ``statement``; None if it failed."""
     t0 = time.perf_counter()
     r = subprocess.run(
         [sys.executable, "-c", statement],
@@ -58,7 +58,7 @@ def _run(statement, env):
 
 
 def _case(name, statements, env, runs):
-    """Time each of ``statements`` ({label: code}) ``runs`` times, interleaved; report min and median."""
+    """Time each of ``statements`` ({label: code}) ``runs`` times, interleaved; report them."""
     usable = {}
     for label, code in statements.items():
         if _run(code, env) is not None:  # also writes the byte code
