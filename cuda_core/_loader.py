@@ -258,34 +258,47 @@ def driver_version():
     return out[0]
 
 
+# {library: (major, minor)}: read once per process (a library, once loaded, stays).
+_versions = {}
+
+
 def nvrtc_version():
     """Return NVRTC's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvrtc
+    version = _versions.get("nvrtc")
+    if version is None:
+        from cuda_core._errors import check_nvrtc
 
-    ensure_loaded("nvrtc")
-    v = ffi.new("int[2]")
-    check_nvrtc(lib.nvrtcVersion(v, v + 1))
-    return (v[0], v[1])
+        ensure_loaded("nvrtc")
+        v = ffi.new("int[2]")
+        check_nvrtc(lib.nvrtcVersion(v, v + 1))
+        version = _versions["nvrtc"] = (v[0], v[1])
+    return version
 
 
 def nvjitlink_version():
     """Return nvJitLink's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvjitlink
+    version = _versions.get("nvjitlink")
+    if version is None:
+        from cuda_core._errors import check_nvjitlink
 
-    ensure_loaded("nvjitlink")
-    v = ffi.new("unsigned int[2]")
-    check_nvjitlink(lib.nvJitLinkVersion(v, v + 1))
-    return (v[0], v[1])
+        ensure_loaded("nvjitlink")
+        v = ffi.new("unsigned int[2]")
+        check_nvjitlink(lib.nvJitLinkVersion(v, v + 1))
+        version = _versions["nvjitlink"] = (v[0], v[1])
+    return version
 
 
 def nvvm_version():
     """Return libNVVM's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvvm
+    version = _versions.get("nvvm")
+    if version is None:
+        from cuda_core._errors import check_nvvm
 
-    ensure_loaded("nvvm")
-    v = ffi.new("int[2]")
-    check_nvvm(lib.nvvmVersion(v, v + 1))
-    return (v[0], v[1])
+        ensure_loaded("nvvm")
+        v = ffi.new("int[2]")
+        check_nvvm(lib.nvvmVersion(v, v + 1))
+        version = _versions["nvvm"] = (v[0], v[1])
+    return version
 
 
 def libdevice_path():

@@ -31,6 +31,9 @@ _TMP_PREFIX = "entry-"
 _TMP_STALE_SECONDS = 3600
 _SHARD = re.compile(r"[0-9a-f]{2}\Z")
 _ENTRY = re.compile(r"[0-9a-f]{62}\Z")
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_SEP = os.sep
+_UTIME_FD = os.utime in os.supports_fd
 
 
 class FileStreamProgramCache(ProgramCacheResource):
@@ -81,6 +84,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         self._root = Path(path) if path is not None else _default_cache_dir()
         self._entries = self._root / "entries"
         self._tmp = self._root / "tmp"
+        self._entries_prefix = os.path.join(str(self._entries), "")
         self._root.mkdir(parents=True, exist_ok=True)
         self._entries.mkdir(exist_ok=True)
         self._tmp.mkdir(exist_ok=True)
@@ -89,14 +93,18 @@ class FileStreamProgramCache(ProgramCacheResource):
         self._approx_size = self._scan_size() if max_size_bytes is not None else 0
 
     def __getitem__(self, key):
-        path = self._path(_key_bytes(key))
+        # The hot path of a cache hit: plain descriptor calls, no file object.
+        path = self._entry_path(_key_bytes(key))
         try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                data = f.read()
-                _touch_atime(f.fileno(), path, st)
+            fd = os.open(path, _O_READ)
         except FileNotFoundError:
             raise KeyError(key) from None
+        try:
+            st = os.fstat(fd)
+            data = _read_all(fd, st.st_size)
+            _touch_atime(fd, path, st)
+        finally:
+            os.close(fd)
         return data
 
     def __setitem__(self, key, value):
@@ -170,9 +178,14 @@ class FileStreamProgramCache(ProgramCacheResource):
 
     # -- internals -----------------------------------------------------------
 
-    def _path(self, key_bytes):
+    def _entry_path(self, key_bytes):
+        """The entry file of ``key_bytes``, as a str."""
         digest = _sha256_hex(key_bytes)
-        return self._entries / digest[:2] / digest[2:]
+        return self._entries_prefix + digest[:2] + _SEP + digest[2:]
+
+    def _path(self, key_bytes):
+        """The entry file of ``key_bytes``, as a Path."""
+        return Path(self._entry_path(key_bytes))
 
     def _iter_shards(self):
         try:
@@ -271,20 +284,36 @@ def _same_file(a, b):
     return (a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_ino, b.st_size, b.st_mtime_ns)
 
 
+def _read_all(fd, size):
+    """Read the file open on ``fd`` to its end; ``size`` is its size from ``fstat``."""
+    data = os.read(fd, size + 1)  # a byte more than expected: a short read means the end
+    if len(data) <= size:
+        return data
+    chunks = [data]  # grown since the fstat (never by this cache's writers)
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def _touch_atime(fd, path, st_before):
     """Set the entry's access time to now (keeping its mtime), if it is still the file read.
 
     Eviction goes by access time, which mounts with ``relatime``/``noatime``
     do not refresh on reads.  Through the open descriptor where the platform
-    allows, so the check and the update concern the same file.  Best effort.
+    allows: that is the file just read (writers replace entries by renaming,
+    never in place), so no second check is needed.  Otherwise through the
+    path, if it still names the file read.  Best effort.
     """
     now = time.time_ns()
-    with contextlib.suppress(OSError):
-        if os.utime in os.supports_fd:
-            if _same_file(os.fstat(fd), st_before):
-                os.utime(fd, ns=(now, st_before.st_mtime_ns))
+    try:
+        if _UTIME_FD:
+            os.utime(fd, ns=(now, st_before.st_mtime_ns))
         elif _same_file(os.stat(path), st_before):
             os.utime(path, ns=(now, st_before.st_mtime_ns))
+    except OSError:
+        pass
 
 
 def _unlink_if_unchanged(path, st_before):

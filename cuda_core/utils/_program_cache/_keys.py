@@ -23,7 +23,9 @@ from __future__ import annotations
 import collections.abc
 import hashlib
 
+from cuda_core import _loader
 from cuda_core._linker import Linker
+from cuda_core._program_options import ProgramOptions
 from cuda_core.typing import CompilerBackendType, SourceCodeType
 
 __all__ = ["make_program_cache_key"]
@@ -140,24 +142,30 @@ def make_program_cache_key(
     backend = _BACKENDS[code_type]()
     backend.validate(options, extra_digest)
     code_bytes = backend.encode_code(code, code_type)
+    memo_key = _memo_key(code_type, target_type, code, options, name_expressions, extra_digest)
+    if memo_key is not None:
+        known = _memo.get(memo_key)
+        if known is not None and _probe(backend) == known[0]:
+            return known[1]
     option_bytes = backend.option_fingerprint(options, target_type)
     name_tags = backend.name_tags(name_expressions)
 
-    digest = _sha256()
+    # The fields are gathered and hashed in one call: the digest of the
+    # concatenation is the digest of the same bytes fed field by field.
+    probe = _probe(backend)
+    parts = [_SCHEMA_FIELD, *probe]
+    add = parts.extend
 
     def update(label, payload):
-        digest.update(label.encode("ascii"))
-        digest.update(len(payload).to_bytes(8, "big"))
-        digest.update(payload)
+        add((label.encode("ascii"), len(payload).to_bytes(8, "big"), payload))
 
-    update("schema", str(_KEY_SCHEMA_VERSION).encode("ascii"))
-    backend.version_probe(update)
-    update("code_type", code_type.encode("ascii"))
-    update("target_type", target_type.encode("ascii"))
-    update("code", code_bytes)
+    add(_FIELD_CODE_TYPE[code_type])
+    add(_FIELD_TARGET_TYPE[target_type])
+    add((b"code", len(code_bytes).to_bytes(8, "big"), code_bytes))
     update("option_count", str(len(option_bytes)).encode("ascii"))
     for flag in option_bytes:
-        update("option", bytes(flag))
+        flag = bytes(flag)
+        add((b"option", len(flag).to_bytes(8, "big"), flag))
     if name_tags is not None:
         update("names_count", str(len(name_tags)).encode("ascii"))
         for tag in name_tags:
@@ -167,7 +175,12 @@ def make_program_cache_key(
         update("options_name", str(options.name).encode("utf-8"))
     if extra_digest is not None:
         update("extra_digest", bytes(extra_digest))
-    return digest.digest()
+    key = _sha256(b"".join(parts)).digest()
+    if memo_key is not None:
+        if len(_memo) >= _MEMO_SIZE:
+            _memo.clear()
+        _memo[memo_key] = (probe, key)
+    return key
 
 
 # -- the three backends ------------------------------------------------------------
@@ -261,9 +274,7 @@ class _Nvrtc(_Backend):
 
     def version_probe(self, update):
         try:
-            from cuda_core._loader import nvrtc_version
-
-            major, minor = nvrtc_version()
+            major, minor = _loader.nvrtc_version()
         except Exception as e:  # noqa: BLE001 - recorded in the key, as upstream does
             _probe_failed(update, "nvrtc", e)
             return
@@ -316,13 +327,9 @@ class _LinkerKey(_Backend):
             return
         try:
             if driver:
-                from cuda_core._loader import driver_version
-
-                name, version = "driver", str(driver_version())
+                name, version = "driver", str(_loader.driver_version())
             else:
-                from cuda_core._loader import nvjitlink_version
-
-                name, version = "nvJitLink", str(tuple(nvjitlink_version()))
+                name, version = "nvJitLink", str(tuple(_loader.nvjitlink_version()))
         except Exception as e:  # noqa: BLE001 - recorded in the key
             _probe_failed(update, "linker", e)
             return
@@ -385,11 +392,63 @@ _BACKENDS = {"c++": _Nvrtc, "ptx": _LinkerKey, "nvvm": _Nvvm}
 # -- private helpers ---------------------------------------------------------------
 
 
-def _sha256():
+def _sha256(data):
     try:
-        return hashlib.sha256(usedforsecurity=False)
+        return hashlib.sha256(data, usedforsecurity=False)
     except TypeError:  # an interpreter without the keyword
-        return hashlib.sha256()
+        return hashlib.sha256(data)
+
+
+def _field(label, payload):
+    """One field of a key's digest: label, payload length (8 bytes, big-endian), payload."""
+    return (label, len(payload).to_bytes(8, "big"), payload)
+
+
+_SCHEMA_FIELD = b"".join(_field(b"schema", str(_KEY_SCHEMA_VERSION).encode("ascii")))
+_FIELD_CODE_TYPE = {t: _field(b"code_type", t.encode("ascii")) for t in _TARGETS_BY_CODE_TYPE}
+_FIELD_TARGET_TYPE = {t: _field(b"target_type", t.encode("ascii")) for t in _VALID_TARGETS}
+
+
+# Keys already derived in this process, for inputs that are plain values:
+# {(code_type, target_type, code, option values, their types): (probe fields, key)}.
+# A hit still runs the (cached, cheap) version probe and must match its
+# fields, so a library that changes under the process is seen.  Options
+# are read whole (their instance dict), so any change to them is a miss.
+_memo = {}
+_MEMO_SIZE = 64
+_MEMO_CODE_LIMIT = 256 * 1024  # the memo keeps sources alive: small ones only
+# Types whose equal values render to equal bytes (not float: 0.0 == -0.0;
+# containers may hold anything).  Exact types: True == 1 renders differently.
+_PLAIN_TYPES = frozenset({type(None), bool, int, str, bytes})
+
+
+def _memo_key(code_type, target_type, code, options, name_expressions, extra_digest):
+    """The memo key of a key's inputs, or None when they are not all plain values."""
+    if (
+        type(options) is not ProgramOptions
+        or name_expressions
+        or extra_digest is not None
+        or type(code) not in (str, bytes)
+        or len(code) > _MEMO_CODE_LIMIT
+        or options.arch is None  # the architecture would come from the current device
+    ):
+        return None
+    values = tuple(vars(options).values())
+    types = tuple(map(type, values))
+    if not _PLAIN_TYPES.issuperset(types):
+        return None
+    return (code_type, target_type, code, values, types)
+
+
+def _probe(backend):
+    """The key fields of ``backend``'s version probe, as a list of bytes."""
+    fields = []
+
+    def update(label, payload):
+        fields.extend((label.encode("ascii"), len(payload).to_bytes(8, "big"), payload))
+
+    backend.version_probe(update)
+    return fields
 
 
 def _probe_failed(update, label, exc):
@@ -416,9 +475,8 @@ def _reads_files(options, field):
 def _nvvm_fingerprint():
     from cuda_core._cuda_ffi import ffi, lib
     from cuda_core._errors import check_nvvm
-    from cuda_core._loader import nvvm_version
 
-    lib_major, lib_minor = nvvm_version()
+    lib_major, lib_minor = _loader.nvvm_version()
     ir = ffi.new("int[4]")
     check_nvvm(lib.nvvmIRVersion(ir, ir + 1, ir + 2, ir + 3))
     return f"lib={lib_major}.{lib_minor};ir={ir[0]}.{ir[1]}.{ir[2]}.{ir[3]}"
