@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import os
 
+from cuda_core._context import _current_device_arch
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import CUDAError
 
 __all__ = ["read_log"]
+
+# The targets each code type compiles to (C++: NVRTC; PTX: the linker; NVVM IR:
+# libNVVM), also the valid combinations of a program cache key.
+_SUPPORTED_TARGETS = {
+    "c++": ("ptx", "cubin", "ltoir"),
+    "ptx": ("cubin", "ptx"),
+    "nvvm": ("ptx", "ltoir"),
+}
 
 
 def read_log(handle, get_size, get_log, check):
@@ -46,13 +55,9 @@ def _device_arch(owner):
 
 
 def _query_device_arch():
-    """Return ``("sm_XY", None)`` from ``Device()``, or ``(None, reason)``."""
+    """Return ``("sm_XY", None)`` for ``Device()``'s device, or ``(None, reason)``."""
     try:
-        from cuda_core._device import Device
-    except ImportError as e:  # pragma: no cover - only while the package is partial
-        return None, f"the device module is unavailable: {e}"
-    try:
-        return f"sm_{Device().arch}", None
+        return f"sm_{_current_device_arch()}", None
     except CUDAError as e:
         return None, str(e).splitlines()[0]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
+import cuda_core._slots as _slots
 from cuda_core._context import (
     Context,
     _context_of,
@@ -27,8 +28,9 @@ from cuda_core._default_stream import default_stream
 from cuda_core._device_properties import DeviceProperties
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
+from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
-from cuda_core._stream_protocol import _as_index, _graph_builder_type
+from cuda_core._stream_protocol import _as_index
 from cuda_core._utils import require_open
 
 __all__ = ["ComputeCapability", "Device"]
@@ -317,7 +319,7 @@ class Device:
         GraphBuilder
         """
         self._check_initialized()
-        builder = _graph_builder_type()
+        builder = _slots.GraphBuilder
         if builder is None:
             raise ImportError(
                 "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
@@ -424,15 +426,11 @@ class Device:
         """
         mr = self._memory_resource
         if mr is None:
-            from cuda_core._memory import _default_memory_resource
-
             mr = self._memory_resource = _default_memory_resource(self)
         return mr
 
     @memory_resource.setter
     def memory_resource(self, mr):
-        from cuda_core._memory import MemoryResource
-
         if not isinstance(mr, MemoryResource):
             raise TypeError(f"memory_resource must be a MemoryResource, not {type(mr).__name__}")
         self._memory_resource = mr
@@ -535,3 +533,6 @@ def _retain_primary(device_id):
             check(lib.cuDevicePrimaryCtxRetain(out, device_id))
             c_ctx = _primary[device_id] = out[0]
     return c_ctx
+
+
+_slots.Device = Device

@@ -26,6 +26,7 @@ __all__ = [
     "check_nvrtc",
     "check_nvvm",
     "driver_error",
+    "driver_not_found_error",
     "in_forked_child",
     "warn_cuda",
 ]
@@ -223,8 +224,6 @@ def _missing_symbol_message(status):
 def driver_error(status, context=None):
     """Build the exception for a failed driver status (does not raise it)."""
     if status == lib.CC_LIB_NOT_LOADED:
-        from cuda_core._loader import driver_not_found_error
-
         return driver_not_found_error()
     name, text = _driver_name_and_text(status)
     missing = _missing_symbol_message(status) if status == 801 else None
@@ -244,10 +243,26 @@ def check(status, context=None):
         raise driver_error(status, context)
 
 
-def _library_not_loaded(which):
-    from cuda_core._loader import ensure_loaded
+def driver_not_found_error():
+    """Return the exception describing why the CUDA driver is unavailable."""
+    reason = ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
+    return LibraryNotFoundError(
+        "the CUDA driver could not be loaded: "
+        f"{reason or 'unknown reason'}. Searched: the system loader for libcuda.so.1 "
+        "(the driver is never taken from a wheel or a toolkit). "
+        "Fix: install the NVIDIA driver on a machine with an NVIDIA GPU, "
+        "or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH."
+    )
 
-    ensure_loaded(which)  # raises LibraryNotFoundError with the search report
+
+# Registration slot: cuda_core._loader (above this module) puts its
+# ``ensure_loaded`` here when it is imported.
+_ensure_loaded = None
+
+
+def _library_not_loaded(which):
+    if _ensure_loaded is not None:
+        _ensure_loaded(which)  # raises LibraryNotFoundError with the search report
     return CUDAError(f"{which} was not loaded before use")
 
 

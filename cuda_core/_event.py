@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cuda_core._slots as _slots
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, in_forked_child, warn_cuda
@@ -310,9 +311,7 @@ class Event:
         """Device: The device this event was created on (None if unknown)."""
         if self._ctx is None:
             return None
-        from cuda_core._device import Device
-
-        return Device(self._ctx._device_id)
+        return _slots.Device(self._ctx._device_id)
 
     @property
     def context(self):

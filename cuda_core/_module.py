@@ -15,6 +15,7 @@ import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, warn_cuda
+from cuda_core._kernel import Kernel
 from cuda_core._utils import as_int_handle
 
 __all__ = ["ObjectCode"]
@@ -298,8 +299,6 @@ class ObjectCode:
         c_lib = self._library()
         out = ffi.new("CUkernel *")
         check(lib.cuLibraryGetKernel(out, c_lib, symbol), f"kernel {name!r}")
-        from cuda_core._kernel import Kernel
-
         return Kernel._from_library(out[0], self)
 
     def close(self):

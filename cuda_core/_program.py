@@ -13,7 +13,7 @@ import threading
 import warnings
 import weakref
 
-from cuda_core._compile_common import read_log
+from cuda_core._compile_common import _SUPPORTED_TARGETS, read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
@@ -25,20 +25,15 @@ from cuda_core._errors import (
     nvrtc_log,
 )
 from cuda_core._linker import Linker
+from cuda_core._loader import driver_version, ensure_loaded, libdevice_path, nvrtc_version
 from cuda_core._module import ObjectCode
+from cuda_core._program_cache_key import make_program_cache_key
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
 from cuda_core._utils import as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType, PCHStatusType
 
 __all__ = ["Program"]
 
-# The targets each code type compiles to (C++: NVRTC; PTX: the linker; NVVM IR:
-# libNVVM), also the valid combinations of a program cache key.
-_SUPPORTED_TARGETS = {
-    "c++": ("ptx", "cubin", "ltoir"),
-    "ptx": ("cubin", "ptx"),
-    "nvvm": ("ptx", "ltoir"),
-}
 _SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
 
 _PTX_LOADABLE = []  # memo for _driver_ptx_state(): [state] once known
@@ -104,8 +99,6 @@ class Program:
                 )
             if options.use_libdevice:
                 raise ValueError("use_libdevice is only supported by the NVVM backend")
-            from cuda_core._loader import ensure_loaded
-
             ensure_loaded("nvrtc")
             self._backend = CompilerBackendType.NVRTC
             self._code_bytes = code.encode()
@@ -141,8 +134,6 @@ class Program:
                 code_bytes = bytes(code)
             else:
                 raise TypeError("NVVM IR code must be provided as str, bytes, or bytearray")
-            from cuda_core._loader import ensure_loaded
-
             ensure_loaded("nvvm")
             self._backend = CompilerBackendType.NVVM
             self._new_nvvm_program(code_bytes)
@@ -272,8 +263,6 @@ class Program:
                 raise RuntimeError("Program has been closed; it cannot compile after close()")
             if cache is None:
                 return self._compile(target_type, name_expressions, logs)
-            from cuda_core.utils._program_cache._keys import make_program_cache_key
-
             key = make_program_cache_key(
                 code=self._source,
                 code_type=self._code_type,
@@ -396,8 +385,6 @@ class Program:
         return ObjectCode._init(data, target_type, name=self._options.name, symbol_mapping=mapping)
 
     def _compile_nvvm(self, target_type, logs):
-        from cuda_core._loader import libdevice_path
-
         prog = self._box[0]
         flags = self._options.as_bytes("nvvm", target_type)
         c_flags = [ffi.new("char[]", f) for f in flags]
@@ -534,8 +521,6 @@ def _driver_ptx_state():
     """Return True/False (driver can/cannot load NVRTC's PTX) or None (no driver)."""
     if _PTX_LOADABLE:
         return _PTX_LOADABLE[0]
-    from cuda_core._loader import driver_version, nvrtc_version
-
     major, minor = nvrtc_version()
     try:
         driver = driver_version()

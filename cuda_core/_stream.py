@@ -12,6 +12,7 @@ in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
 
 from __future__ import annotations
 
+import cuda_core._slots as _slots
 from cuda_core._context import (
     _bufs,
     _context_of,
@@ -24,7 +25,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream_options import _LEAST_PRIORITY, StreamOptions, _priority_range
-from cuda_core._stream_protocol import _as_index, _graph_builder_type, _stream_address
+from cuda_core._stream_protocol import _as_index, _stream_address
 from cuda_core._utils import (
     as_int_handle,
     check_or_create_options,
@@ -313,7 +314,7 @@ class Stream:
         """
         if self._closed:
             require_open(self, True, "Stream")
-        builder = _graph_builder_type()
+        builder = _slots.GraphBuilder
         if builder is None:
             raise ImportError(
                 "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
@@ -384,16 +385,14 @@ class Stream:
         For the default streams this is the device of the calling thread's
         current context.
         """
-        from cuda_core._device import Device
-
         if self._closed:
             require_open(self, True, "Stream")
         ctx = self._event_context()
         if ctx is None:
             ctx = _context_of(_current_ctx())
             if ctx is None:
-                return Device()
-        return Device(ctx._device_id)
+                return _slots.Device()
+        return _slots.Device(ctx._device_id)
 
     @property
     def context(self):
@@ -436,7 +435,7 @@ def _as_stream(obj, what="stream"):
     """
     if isinstance(obj, Stream):
         return obj
-    builder = _graph_builder_type()
+    builder = _slots.GraphBuilder
     if builder is not None and isinstance(obj, builder):
         return obj.stream
     if hasattr(obj, "__cuda_stream__"):

@@ -16,20 +16,6 @@ import warnings
 
 __all__ = []
 
-_GRAPH_BUILDER = []  # [class or None] once looked up
-
-
-def _graph_builder_type():
-    """Return cuda_core.graph.GraphBuilder, or None where graphs are unavailable."""
-    if _GRAPH_BUILDER:
-        return _GRAPH_BUILDER[0]
-    try:
-        from cuda_core.graph import GraphBuilder
-    except ImportError:
-        return None  # not cached: the module may be importable later
-    _GRAPH_BUILDER.append(GraphBuilder)
-    return GraphBuilder
-
 
 def _stream_address(obj):
     """Return the stream address an object publishes through ``__cuda_stream__``."""

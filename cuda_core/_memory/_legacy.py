@@ -11,6 +11,7 @@ context instead (see :func:`_sync_before_free`).
 
 from __future__ import annotations
 
+import cuda_core._slots as _slots
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -118,9 +119,7 @@ class _SynchronousMemoryResource(_SynchronousAllocatorResource):
     _free_name = "cuMemFree"
 
     def __init__(self, device_id):
-        from cuda_core._device import Device
-
-        self._device_id = Device(device_id).device_id
+        self._device_id = _slots.Device(device_id).device_id
 
     def __repr__(self):
         return f"<_SynchronousMemoryResource device_id={self._device_id}>"

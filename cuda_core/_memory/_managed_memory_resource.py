@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
+from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._utils import check_or_create_options, require_open
 
 __all__ = [
@@ -352,8 +354,6 @@ def _pool_location(opts):
     if kind is ManagedMemoryLocationType.HOST:
         return lib.CU_MEM_LOCATION_TYPE_HOST, 0, (kind, None)
     if loc is None:
-        from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
-
         loc = _host_numa_id_for_current_device()
     return lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, loc, (kind, loc)
 
@@ -418,6 +418,4 @@ def _location_object(loc_id):
         return None
     if loc_id == -1:
         return -1  # cuda_core has no host-location class yet
-    from cuda_core._device import Device
-
-    return Device(loc_id)
+    return _slots.Device(loc_id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
 from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._memory_resource import MemoryResource
@@ -71,8 +72,6 @@ class _MemPool(MemoryResource):
 
     def _init_create_pool(self, loc_type, loc_id, alloc_type, ipc_enabled, max_size, dev_id):
         """Create an owned pool for the given location and allocation type."""
-        from cuda_core._memory import _ipc
-
         props = ffi.new("CUmemPoolProps *")
         props.allocType = alloc_type
         props.handleTypes = _ipc.IPC_HANDLE_TYPE if ipc_enabled else lib.CU_MEM_HANDLE_TYPE_NONE
@@ -304,8 +303,6 @@ class _MemPool(MemoryResource):
 
         If a resource is already registered with that key, it is returned.
         """
-        from cuda_core._memory import _ipc
-
         return _ipc.register(self, uuid)
 
     def __reduce__(self):
@@ -320,8 +317,6 @@ class _MemPool(MemoryResource):
         RuntimeError
             If none is registered.
         """
-        from cuda_core._memory import _ipc
-
         return _ipc.from_registry(uuid)
 
     _buffer_class = Buffer

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import MutableSet
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import require_open
@@ -46,9 +47,7 @@ class PeerAccessibleBySetProxy(MutableSet):
         return _pool_access(self._mr, dev_id) == MemoryPoolAccess.READ_WRITE
 
     def __iter__(self):
-        from cuda_core._device import Device
-
-        return iter([Device(i) for i in _peer_ids(self._mr)])
+        return iter([_slots.Device(i) for i in _peer_ids(self._mr)])
 
     def __len__(self):
         return len(_peer_ids(self._mr))
@@ -141,11 +140,9 @@ def _device_count():
 
 
 def _resolve_device_id(value):
-    from cuda_core._device import Device
-
     if isinstance(value, bool):
         raise TypeError("a device must be a Device or an int ordinal, not bool")
-    return Device(value).device_id
+    return _slots.Device(value).device_id
 
 
 def _pool_access(mr, dev_id):

@@ -14,6 +14,7 @@ import dataclasses
 import enum
 import warnings
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check
 from cuda_core._memory._buffer import Buffer, _as_stream
@@ -193,8 +194,6 @@ class VirtualMemoryResourceOptions:
 
 def _peer_ordinals(cls_name, peers):
     """Return ``peers`` (an iterable of Devices or ordinals) as a tuple of ordinals."""
-    from cuda_core._device import Device
-
     if isinstance(peers, (str, bytes, bytearray)):
         raise TypeError(
             f"{cls_name}.peers must be an iterable of Devices or device ordinals, not "
@@ -209,7 +208,7 @@ def _peer_ordinals(cls_name, peers):
         ) from None
     ordinals = []
     for p in items:
-        dev_id = p.device_id if isinstance(p, Device) else p
+        dev_id = p.device_id if isinstance(p, _slots.Device) else p
         if isinstance(dev_id, bool) or not isinstance(dev_id, int):
             raise TypeError(
                 f"{cls_name}.peers must hold Devices or device ordinals, got "
@@ -284,13 +283,11 @@ class VirtualMemoryResource(MemoryResource):
     _accepts_closed_stream = True
 
     def __init__(self, device_id, config=None):
-        from cuda_core._device import Device
-
         self.config = check_or_create_options(
             VirtualMemoryResourceOptions, config, "VirtualMemoryResource options"
         )
         self._regions = {}
-        device = Device(device_id)
+        device = _slots.Device(device_id)
         self._dev_id = device.device_id
         self.device = None if self.config.location_type.startswith("host") else device
         if self.device is not None:

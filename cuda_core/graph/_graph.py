@@ -239,23 +239,15 @@ class Graph:
             message also gives.
         """
         self._require_open()
-        # Both sit above this module: they make Graphs.
-        from cuda_core.graph._graph_builder import GraphBuilder
-        from cuda_core.graph._graph_definition import GraphDefinition
-
-        if isinstance(source, GraphBuilder):
-            try:
-                source._require_ended()
-            except RuntimeError as exc:
-                raise ValueError(str(exc)) from None
-            c_graph, box = source._graph, source._box
-        elif isinstance(source, GraphDefinition):
-            source._check_valid()
-            c_graph, box = source._graph, source._box
-        else:
+        # GraphBuilder and GraphDefinition sit above this module (they make
+        # Graphs): each hands over its graph through ``_update_source``.
+        try:
+            update_source = type(source)._update_source
+        except AttributeError:
             raise TypeError(
                 f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}"
-            )
+            ) from None
+        c_graph, box = update_source(source)
         self._acc.append(box.snapshot())
         uo = _retain(c_graph, self._acc)
         info = ffi.new("CUgraphExecUpdateResultInfo *")

@@ -149,6 +149,11 @@ class GraphDefinition:
                 "holding it was destroyed)"
             )
 
+    def _update_source(self):
+        """Return ``(CUgraph, GraphBox)`` for :meth:`Graph.update`."""
+        self._check_valid()
+        return self._graph, self._box
+
     @property
     def is_valid(self):
         """bool: Whether this definition (and the graph it views) can still be used."""

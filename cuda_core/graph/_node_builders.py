@@ -14,6 +14,7 @@ with :func:`_register` when its module is imported.
 
 from __future__ import annotations
 
+from cuda_core._context import _current_device_id
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_version
@@ -29,7 +30,6 @@ from cuda_core.graph._node_params import (
     _as_address,
     _as_size,
     _ctx,
-    _current_device_id,
     _device_id,
     _kernel_params,
     _memcpy_params,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from cuda_core import _arg_plan
+import cuda_core._arg_plan as _arg_plan
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
@@ -52,13 +52,6 @@ def _ctx():
     if c_ctx == ffi.NULL:
         raise CUDAError("no CUDA context is current; call Device.set_current() first")
     return c_ctx
-
-
-def _current_device_id():
-    _ctx()
-    out = ffi.new("CUdevice *")
-    check(lib.cuCtxGetDevice(out))
-    return int(out[0])
 
 
 def _device_id(value, what):

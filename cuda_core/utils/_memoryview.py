@@ -17,6 +17,7 @@ import warnings
 
 import numpy
 
+import cuda_core._slots as _slots
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
 from cuda_core.utils._memoryview_layout import _numpy_to_dlpack_dtype, _StridedLayout
@@ -436,3 +437,6 @@ def _simple_repr(obj):
     if cls.__module__ in (None, "builtins"):
         return cls.__name__
     return f"{cls.__module__}.{cls.__name__}"
+
+
+_slots.StridedMemoryView = StridedMemoryView

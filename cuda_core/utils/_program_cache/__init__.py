@@ -11,13 +11,12 @@ processes may share.
 
 from __future__ import annotations
 
+from cuda_core._program_cache_key import make_program_cache_key
 from cuda_core.utils._program_cache._file_stream import *  # noqa: F403
 from cuda_core.utils._program_cache._file_stream import __all__ as _file_stream_all
 from cuda_core.utils._program_cache._in_memory import *  # noqa: F403
 from cuda_core.utils._program_cache._in_memory import __all__ as _in_memory_all
-from cuda_core.utils._program_cache._keys import *  # noqa: F403
-from cuda_core.utils._program_cache._keys import __all__ as _keys_all
 from cuda_core.utils._program_cache._resource import *  # noqa: F403
 from cuda_core.utils._program_cache._resource import __all__ as _resource_all
 
-__all__ = [*_file_stream_all, *_in_memory_all, *_keys_all, *_resource_all]
+__all__ = [*_file_stream_all, *_in_memory_all, *_resource_all, "make_program_cache_key"]

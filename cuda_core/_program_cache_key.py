@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import os
 
-from cuda_core._compile_common import _device_arch
+import cuda_core._loader as _loader
+from cuda_core._compile_common import _SUPPORTED_TARGETS, _device_arch
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check_nvvm
 from cuda_core._linker import Linker
-from cuda_core._program import _SUPPORTED_TARGETS
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
 from cuda_core._utils import check_or_create_options
 from cuda_core.typing import CompilerBackendType
@@ -124,8 +126,6 @@ def make_program_cache_key(
     update("name", options.name)
 
     if code_type == "c++":
-        from cuda_core._loader import nvrtc_version
-
         side_effects = [f for f in _SIDE_EFFECT_OPTIONS if getattr(options, f) is not None]
         if side_effects:
             raise ValueError(
@@ -141,7 +141,7 @@ def make_program_cache_key(
                 "cannot see; pass extra_digest= (a fingerprint of those files) to "
                 "make_program_cache_key(), or compile without a cache"
             )
-        update("compiler", "NVRTC {}.{}".format(*nvrtc_version()))
+        update("compiler", "NVRTC {}.{}".format(*_loader.nvrtc_version()))
         for flag in options.as_bytes("nvrtc", target_type):
             update("flag", flag)
         names = []
@@ -161,34 +161,25 @@ def make_program_cache_key(
             lopts.arch = _device_arch("ProgramOptions")
         backend = Linker.which_backend()
         if backend is CompilerBackendType.NVJITLINK:
-            from cuda_core._loader import nvjitlink_version
-
-            update("compiler", "nvJitLink {}.{}".format(*nvjitlink_version()))
+            update("compiler", "nvJitLink {}.{}".format(*_loader.nvjitlink_version()))
             for flag in lopts._nvjitlink_flags():
                 update("flag", flag)
         else:
-            from cuda_core._loader import driver_version
-
-            update("compiler", f"driver {driver_version()}")
+            update("compiler", f"driver {_loader.driver_version()}")
             for field in sorted(f for f in vars(lopts) if not f.startswith("_")):
                 update("linker_option", f"{field}={getattr(lopts, field)!r}")
     else:  # nvvm
-        from cuda_core._loader import ensure_loaded, libdevice_path, nvvm_version
-
-        ensure_loaded("nvvm")
-        from cuda_core._cuda_ffi import ffi, lib
-        from cuda_core._errors import check_nvvm
-
+        _loader.ensure_loaded("nvvm")
         ir = ffi.new("int[4]")
         check_nvvm(lib.nvvmIRVersion(ir, ir + 1, ir + 2, ir + 3))
-        update("compiler", "NVVM {}.{} IR {}.{}.{}.{}".format(*nvvm_version(), *ir))
+        update("compiler", "NVVM {}.{} IR {}.{}.{}.{}".format(*_loader.nvvm_version(), *ir))
         for flag in options.as_bytes("nvvm", target_type):
             update("flag", flag)
         for name, source in options._extra_sources_bytes() or ():
             update("extra_source_name", name)
             update("extra_source", source)
         if options.use_libdevice:
-            path = libdevice_path()
+            path = _loader.libdevice_path()
             if path is None:
                 update("libdevice", "missing")
             else:
