@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from cuda_core._context import _current_device_arch
-from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import CUDAError
+from cuda_core._errors import read_log as _read_log
 
 __all__ = ["read_log"]
 
@@ -31,13 +31,10 @@ def read_log(handle, get_size, get_log, check):
     ``get_size``/``get_log`` are the library's log size and log functions;
     ``check`` raises for a failed status.  An empty log is ``""``.
     """
-    size = ffi.new("size_t *")
-    check(get_size(handle, size))
-    if size[0] <= 1:
-        return ""
-    buf = ffi.new("char[]", size[0])
-    check(get_log(handle, buf))
-    return ffi.string(buf).decode("utf-8", "backslashreplace")
+    text, status = _read_log(get_size, get_log, handle, "backslashreplace")
+    if status:
+        check(status)
+    return text
 
 
 # -- the default architecture ------------------------------------------------------

@@ -30,8 +30,7 @@ from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
-from cuda_core._stream_protocol import _as_index
-from cuda_core._utils import require_open
+from cuda_core._utils import index_or_none, require_open
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -506,7 +505,7 @@ def _lookup_device(cls, device_id):
             check(lib.cuCtxGetDevice(dev_out))
             device_id = int(dev_out[0])
     else:
-        value = _as_index(device_id)
+        value = index_or_none(device_id)
         if value is None:
             raise TypeError(
                 f"device_id must be an int, a Device or None, not {type(device_id).__name__}"

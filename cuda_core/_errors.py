@@ -25,9 +25,11 @@ __all__ = [
     "check_nvjitlink",
     "check_nvrtc",
     "check_nvvm",
+    "destroy_or_warn",
     "driver_error",
     "driver_not_found_error",
     "in_forked_child",
+    "read_log",
     "warn_cuda",
 ]
 
@@ -266,8 +268,13 @@ def _library_not_loaded(which):
     return CUDAError(f"{which} was not loaded before use")
 
 
-def _read_log(get_size, get_log, handle):
-    """Read a compiler or linker log; a failure to read it raises."""
+def read_log(get_size, get_log, handle, decode_errors="replace"):
+    """Read a compiler or linker log: return ``(text, 0)``, or ``(None, status)``.
+
+    ``get_size``/``get_log`` are the library's log size and log functions; an
+    empty log is ``""``; bytes that are not UTF-8 are decoded with the codec
+    error handler ``decode_errors``.
+    """
     size = ffi.new("size_t *")
     status = get_size(handle, size)
     if status:
@@ -278,12 +285,12 @@ def _read_log(get_size, get_log, handle):
     status = get_log(handle, buf)
     if status:
         return None, status
-    return ffi.string(buf).decode(errors="replace"), 0
+    return ffi.string(buf).decode("utf-8", decode_errors), 0
 
 
 def nvrtc_log(prog):
     """Return the NVRTC program log of ``prog`` (checked)."""
-    text, status = _read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
+    text, status = read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
     if status:
         check_nvrtc(status)
     return text
@@ -306,7 +313,7 @@ def check_nvrtc(status, prog=None):
     log = None
     message = f"{name}: {text}"
     if prog is not None:
-        log_text, log_status = _read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
+        log_text, log_status = read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
         if log_status:
             message += f" (the compilation log could not be read: status {log_status})"
         else:
@@ -333,7 +340,7 @@ def check_nvjitlink(status, handle=None):
     message = f"{name}: {text}"
     log = None
     if handle is not None:
-        log_text, log_status = _read_log(
+        log_text, log_status = read_log(
             lib.nvJitLinkGetErrorLogSize, lib.nvJitLinkGetErrorLog, handle
         )
         if log_status:
@@ -361,13 +368,31 @@ def check_nvvm(status, prog=None):
     message = f"{name}: {text}"
     log = None
     if prog is not None:
-        log_text, log_status = _read_log(lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog)
+        log_text, log_status = read_log(lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog)
         if log_status:
             message += f"\nNVVM program log could not be read (status {log_status})"
         else:
             log = log_text
             message += f"\nNVVM program log: {log}"
     raise NVVMError(message, code=int(status), name=name, log=log)
+
+
+def destroy_or_warn(destroy, what):
+    """Return a finalizer body: ``destroy(handle)``, warning (:func:`warn_cuda`) on failure.
+
+    In a child created by ``fork()`` the handle belongs to the parent: it is
+    left alone.  ``what`` names the call in the warning, e.g.
+    ``"cuStreamDestroy (Stream finalizer)"``.
+    """
+
+    def finalize(handle):
+        if in_forked_child():
+            return
+        status = destroy(handle)
+        if status:
+            warn_cuda(what, status)
+
+    return finalize
 
 
 def warn_cuda(what, status, stacklevel=2):

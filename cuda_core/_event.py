@@ -15,7 +15,12 @@ from dataclasses import dataclass
 import cuda_core._slots as _slots
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, driver_error, in_forked_child, warn_cuda
+from cuda_core._errors import (
+    CUDAError,
+    check,
+    destroy_or_warn,
+    driver_error,
+)
 from cuda_core._utils import (
     as_int_handle,
     check_or_create_options,
@@ -415,16 +420,8 @@ class IPCEventDescriptor:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _destroy_event(c_event):
-    """Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
-
-    In a child created by ``fork()`` the event belongs to the parent: left alone.
-    """
-    if in_forked_child():
-        return
-    status = lib.cuEventDestroy(c_event)
-    if status:
-        warn_cuda("cuEventDestroy (Event finalizer)", status)
+#: Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
+_destroy_event = destroy_or_warn(lib.cuEventDestroy, "cuEventDestroy (Event finalizer)")
 
 
 def _event_from_ipc(descriptor):

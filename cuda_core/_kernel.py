@@ -24,6 +24,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
 from cuda_core._kernel_attributes import KernelAttributes
 from cuda_core._kernel_occupancy import KernelOccupancy
+from cuda_core._loader import driver_at_least, driver_version, format_cuda_version
 from cuda_core._utils import as_int_handle
 
 __all__ = ["Kernel", "ParamInfo"]
@@ -32,7 +33,7 @@ __all__ = ["Kernel", "ParamInfo"]
 ParamInfo = namedtuple("ParamInfo", ["offset", "size"])
 
 _INVALID_VALUE = 1
-_PARAM_INFO_MIN_DRIVER = 12040
+_PARAM_INFO_MIN_DRIVER = (12, 4)
 
 
 class Kernel:
@@ -181,9 +182,7 @@ class Kernel:
         if info is not None:
             return info
         self._require_open()
-        from cuda_core._loader import driver_version
-
-        if driver_version() < _PARAM_INFO_MIN_DRIVER:
+        if not driver_at_least(*_PARAM_INFO_MIN_DRIVER):
             self._param_info = False
             raise NotImplementedError(_param_info_unsupported_message())
         offset = ffi.new("size_t *")
@@ -274,13 +273,10 @@ _NO_MODULE = _NoModule()
 
 
 def _param_info_unsupported_message():
-    from cuda_core._loader import driver_version
-
-    ver = driver_version()
     return (
-        "Driver version 12.4 or newer is required for this function (cuKernelGetParamInfo). "
-        f"Using driver version {ver // 1000}.{(ver % 1000) // 10}"
-    )
+        "Driver version {}.{} or newer is required for this function (cuKernelGetParamInfo). "
+        "Using driver version {}"
+    ).format(*_PARAM_INFO_MIN_DRIVER, format_cuda_version(driver_version()))
 
 
 def _confirm_end_of_params(c_kernel, count, result, offset, size):

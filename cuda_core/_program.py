@@ -25,7 +25,7 @@ from cuda_core._errors import (
     nvrtc_log,
 )
 from cuda_core._linker import Linker
-from cuda_core._loader import driver_version, ensure_loaded, libdevice_path, nvrtc_version
+from cuda_core._loader import driver_at_least, ensure_loaded, libdevice_path, nvrtc_version
 from cuda_core._module import ObjectCode
 from cuda_core._program_cache_key import make_program_cache_key
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
@@ -523,11 +523,9 @@ def _driver_ptx_state():
         return _PTX_LOADABLE[0]
     major, minor = nvrtc_version()
     try:
-        driver = driver_version()
+        state = driver_at_least(major, minor)
     except CUDAError:  # includes LibraryNotFoundError: no driver
         state = None
-    else:
-        state = major * 1000 + minor * 10 <= driver
     _PTX_LOADABLE.append(state)
     return state
 

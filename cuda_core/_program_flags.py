@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from cuda_core._errors import CUDAError
+from cuda_core._utils import as_list
 
 __all__ = ["nvrtc_flags", "nvvm_flags"]
 
@@ -155,7 +156,7 @@ def nvrtc_flags(options):
         elif kind == "int":
             out.append(f"{spelling}={int(value)}")
         elif kind == "list":
-            out.extend(f"{spelling}={_fspath(v)}" for v in _as_list(value))
+            out.extend(f"{spelling}={_fspath(v)}" for v in as_list(value, (str, int, os.PathLike)))
         else:  # "macro"
             out.extend(f"{spelling}={m}" for m in _macros(value))
     return [o.encode() for o in out]
@@ -208,12 +209,6 @@ def _is_set(options, field):
 
 def _fspath(value):
     return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-
-def _as_list(value):
-    if isinstance(value, (str, int, os.PathLike)):
-        return [value]
-    return list(value)
 
 
 def _macros(value):

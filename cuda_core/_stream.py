@@ -22,14 +22,15 @@ from cuda_core._context import (
     _tls,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
+from cuda_core._errors import CUDAError, check, destroy_or_warn
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream_options import _LEAST_PRIORITY, StreamOptions, _priority_range
-from cuda_core._stream_protocol import _as_index, _stream_address
+from cuda_core._stream_protocol import _stream_address
 from cuda_core._utils import (
     as_int_handle,
     check_or_create_options,
     handle_finalizer,
+    index_or_none,
     open_class,
     open_handle_methods,
     require_open,
@@ -296,7 +297,7 @@ class Stream:
         -------
         Stream
         """
-        address = _as_index(handle)
+        address = index_or_none(handle)
         if address is None:
             raise TypeError(
                 f"handle must be an int (a stream address), not {type(handle).__name__}"
@@ -460,16 +461,8 @@ def _as_open_stream(obj, what="stream"):
     return obj
 
 
-def _destroy_stream(c_stream):
-    """Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
-
-    In a child created by ``fork()`` the stream belongs to the parent: left alone.
-    """
-    if in_forked_child():
-        return
-    status = lib.cuStreamDestroy(c_stream)
-    if status:
-        warn_cuda("cuStreamDestroy (Stream finalizer)", status)
+#: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
+_destroy_stream = destroy_or_warn(lib.cuStreamDestroy, "cuStreamDestroy (Stream finalizer)")
 
 
 def _create_stream(cls, options, ctx):

@@ -11,8 +11,9 @@ turns them into streams).
 
 from __future__ import annotations
 
-import operator
 import warnings
+
+from cuda_core._utils import index_or_none
 
 __all__ = []
 
@@ -45,26 +46,9 @@ def _stream_address(obj):
     if info[0] != 0:
         raise ValueError(f"__cuda_stream__() protocol version must be 0, got {info[0]!r}")
     raw = info[1]
-    address = _as_index(raw)
+    address = index_or_none(raw)
     if address is None:
         raise ValueError(f"__cuda_stream__() address must be an int, got {type(raw).__name__}")
     if address < 0:
         raise ValueError(f"__cuda_stream__() address must be non-negative, got {address}")
     return address
-
-
-def _as_index(value):
-    """Return ``value`` as an int (``operator.index``), or None for a non-integer.
-
-    Bools (also NumPy's), classes and objects whose ``__index__`` fails
-    (``int`` itself, multi-element arrays) are not integers.
-    """
-    if isinstance(value, (bool, type)):
-        return None
-    tp = type(value)
-    if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
-        return None  # numpy.bool_ is a bool, however NumPy treats it as an index
-    try:
-        return operator.index(value)
-    except Exception:  # noqa: BLE001 - any failure means "not an integer"
-        return None

@@ -17,7 +17,6 @@ from cuda_core._errors import check
 from cuda_core._memory import _dlpack, _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
-    _as_size,
     _check_no_options,
     _parse_fill_value,
     _query_memory_attrs,
@@ -32,6 +31,7 @@ from cuda_core._memory._release import (
     _Release,
 )
 from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._utils import as_size as _as_size
 from cuda_core._utils import open_class, require_open
 
 __all__ = ["Buffer"]

@@ -16,10 +16,10 @@ from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, _as_stream
-from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._utils import as_int_handle
+from cuda_core._utils import as_size as _as_size
 
 __all__ = ["LegacyPinnedMemoryResource", "_SynchronousMemoryResource"]
 

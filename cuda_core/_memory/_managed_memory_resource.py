@@ -8,15 +8,16 @@ the driver's advice and prefetch operations to :class:`~cuda_core.Buffer`.
 from __future__ import annotations
 
 import dataclasses
-import enum
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._loader import require_driver
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._utils import check_or_create_options, require_open
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = [
     "ManagedBuffer",
@@ -26,15 +27,15 @@ __all__ = [
 ]
 
 
-class ManagedMemoryLocationType(str, enum.Enum):
+class ManagedMemoryLocationType(_StrEnum):
     """Kinds of preferred location of a managed memory pool (plain strings also work)."""
 
     DEVICE = "device"
     HOST = "host"
     HOST_NUMA = "host_numa"
 
-    def __str__(self):
-        return str(self.value)
+
+_register(ManagedMemoryLocationType)
 
 
 @dataclasses.dataclass
@@ -291,14 +292,7 @@ class ManagedMemoryResource(_MemPool):
             ManagedMemoryResourceOptions, options, "ManagedMemoryResource options", keep_none=True
         )
         check(lib.cuInit(0), "cuInit")
-        from cuda_core._loader import driver_version
-
-        version = driver_version()
-        if version < 13000:
-            raise RuntimeError(
-                "ManagedMemoryResource requires a CUDA 13.0 or newer driver (this driver "
-                f"supports CUDA {version // 1000}.{version % 1000 // 10})"
-            )
+        require_driver(13, 0, "ManagedMemoryResource", RuntimeError)
         loc_type, loc_id, self._preferred = _pool_location(opts)
         dev_id = loc_id if loc_type == lib.CU_MEM_LOCATION_TYPE_DEVICE else -1
         if opts is None:

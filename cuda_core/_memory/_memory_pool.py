@@ -15,7 +15,6 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
-from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._memory._pool_attributes import _MemPoolAttributes
@@ -24,6 +23,7 @@ from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _OpenStream
 from cuda_core._utils import as_int_handle, require_open
+from cuda_core._utils import as_size as _as_size
 
 __all__ = []
 

@@ -18,10 +18,11 @@ import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check
 from cuda_core._memory._buffer import Buffer, _as_stream
-from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._utils import as_int_handle, check_or_create_options, require_open
+from cuda_core._utils import as_size as _as_size
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = [
     "VirtualMemoryAccessType",
@@ -32,11 +33,6 @@ __all__ = [
     "VirtualMemoryResource",
     "VirtualMemoryResourceOptions",
 ]
-
-
-class _StrEnum(str, enum.Enum):
-    def __str__(self):
-        return str(self.value)
 
 
 class VirtualMemoryAllocationType(_StrEnum):
@@ -119,6 +115,15 @@ def _choice(cls_name, field, value, table):
         allowed = ", ".join(repr(k) for k in table)
         raise ValueError(f"{cls_name}.{field} must be one of {allowed}; got {value!r}")
     return key
+
+
+_register(
+    VirtualMemoryAccessType,
+    VirtualMemoryAllocationType,
+    VirtualMemoryGranularityType,
+    VirtualMemoryHandleType,
+    VirtualMemoryLocationType,
+)
 
 
 @dataclasses.dataclass

@@ -19,13 +19,13 @@ from cuda_core._event import Event
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _coerce_config
 from cuda_core._memory._buffer import Buffer
-from cuda_core._utils import index_or_none
+from cuda_core._utils import as_address, index_or_none
+from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._types import GraphMemoryType
 
 __all__ = []
 
 _tls = threading.local()
-_SIZE_MAX = (1 << 64) - 1
 
 
 def _list_nodes(fn, handle):
@@ -76,24 +76,8 @@ def _memory_type(value):
         ) from None
 
 
-def _as_size(value, what):
-    index = index_or_none(value)
-    if index is None:
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = index
-    if not 0 <= value <= _SIZE_MAX:
-        raise ValueError(f"{what} must be in [0, 2**64), got {value}")
-    return value
-
-
 def _as_address(value, what):
-    index = index_or_none(value)
-    if index is None:
-        raise TypeError(f"{what} must be an int address or a Buffer, not {type(value).__name__}")
-    value = index
-    if not 0 <= value <= _SIZE_MAX:
-        raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
-    return value
+    return as_address(value, what, "an int address or a Buffer")
 
 
 def _operand(value, owner, what):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 
-from cuda_core.typing import _StrEnum
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = ["CUgraphNodeType", "ConditionalType", "GraphConditionalType", "GraphMemoryType"]
 
@@ -66,3 +66,6 @@ class CUgraphNodeType(enum.IntEnum):
     CU_GRAPH_NODE_TYPE_MEM_FREE = 11
     CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12
     CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
+
+
+_register(GraphConditionalType, GraphMemoryType)
