@@ -22,6 +22,7 @@ __all__ = [
     "NVRTCError",
     "NVVMError",
     "check",
+    "check_allowing",
     "check_nvjitlink",
     "check_nvrtc",
     "check_nvvm",
@@ -30,6 +31,7 @@ __all__ = [
     "driver_not_found_error",
     "in_forked_child",
     "read_log",
+    "status_in",
     "warn_cuda",
 ]
 
@@ -228,13 +230,13 @@ def driver_error(status, context=None):
     if status == lib.CC_LIB_NOT_LOADED:
         return driver_not_found_error()
     name, text = _driver_name_and_text(status)
-    missing = _missing_symbol_message(status) if status == 801 else None
+    missing = _missing_symbol_message(status) if status == lib.CUDA_ERROR_NOT_SUPPORTED else None
     message = f"{name}: {text}"
     if missing:
         message += f" ({missing})"
     if context:
         message += f" [{context}]"
-    if status == 3 and in_forked_child():  # CUDA_ERROR_NOT_INITIALIZED after fork()
+    if status == lib.CUDA_ERROR_NOT_INITIALIZED and in_forked_child():  # after fork()
         message += f" ({_FORK_HINT})"
     return CUDAError(message, code=int(status), name=name)
 
@@ -395,6 +397,27 @@ def destroy_or_warn(destroy, what):
     return finalize
 
 
+def check_allowing(status, allowed, context=None):
+    """Return True on success, False for a status in ``allowed``; raise for any other.
+
+    For calls where some failures are answers, not errors
+    (``CUDA_ERROR_NOT_READY`` from ``cuEventQuery``): ``allowed`` is a tuple
+    of the driver codes the caller expects.
+    """
+    if not status:
+        return True
+    if status in allowed:
+        return False
+    raise driver_error(status, context)
+
+
+def status_in(status, codes):
+    """Return whether ``status`` (a status code, or a :class:`CUDAError`) is one of ``codes``."""
+    if isinstance(status, CUDAError):
+        status = status.code
+    return status in codes
+
+
 def warn_cuda(what, status, stacklevel=2):
     """Report a failure that cannot be raised (finalizers, callbacks).
 
@@ -404,7 +427,7 @@ def warn_cuda(what, status, stacklevel=2):
     loaded the driver (see :func:`in_forked_child`): the objects it inherited
     belong to the parent.
     """
-    if status in (0, 4) or in_forked_child():
+    if status in (0, lib.CUDA_ERROR_DEINITIALIZED) or in_forked_child():
         return
     err = driver_error(status)
     warnings.warn(f"{what} failed: {err}", CUDAWarning, stacklevel=stacklevel + 1)

@@ -18,8 +18,10 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
     check,
+    check_allowing,
     destroy_or_warn,
     driver_error,
+    status_in,
 )
 from cuda_core._utils import (
     as_int_handle,
@@ -35,7 +37,7 @@ __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 _BLOCKING_SYNC = lib.CU_EVENT_BLOCKING_SYNC
 _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
-_NOT_READY = lib.CUDA_ERROR_NOT_READY
+_NOT_READY = (lib.CUDA_ERROR_NOT_READY,)
 _IPC_HANDLE_SIZE = lib.CU_IPC_HANDLE_SIZE
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_event_new = lib.cc_event_new
@@ -172,7 +174,7 @@ class Event:
                 "both events must be created with timing enabled to subtract them; "
                 "use EventOptions(timing_enabled=True) for both"
             )
-        elif status == _NOT_READY:
+        elif status_in(status, _NOT_READY):
             hint = (
                 "one or both events have not completed yet; call Event.sync(), "
                 "Stream.sync() or Device.sync() before subtracting them"
@@ -296,13 +298,7 @@ class Event:
         """
         if self._closed:
             require_open(self, True, "Event")
-        status = lib.cuEventQuery(self._handle)
-        if not status:
-            return True
-        if status == _NOT_READY:
-            return False
-        check(status)
-        return False  # pragma: no cover - check() raised
+        return check_allowing(lib.cuEventQuery(self._handle), _NOT_READY)
 
     @property
     def handle(self):

@@ -21,7 +21,7 @@ from collections import namedtuple
 
 from cuda_core._arg_plan import _NO_PLAN
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check
+from cuda_core._errors import CUDAError, check, check_allowing, status_in
 from cuda_core._kernel_attributes import KernelAttributes
 from cuda_core._kernel_occupancy import KernelOccupancy
 from cuda_core._loader import driver_at_least, driver_version, format_cuda_version
@@ -32,7 +32,7 @@ __all__ = ["Kernel", "ParamInfo"]
 #: One kernel parameter: its byte offset in the parameter block and its size.
 ParamInfo = namedtuple("ParamInfo", ["offset", "size"])
 
-_INVALID_VALUE = 1
+_INVALID_VALUE = (lib.CUDA_ERROR_INVALID_VALUE,)
 _PARAM_INFO_MIN_DRIVER = (12, 4)
 
 
@@ -191,13 +191,10 @@ class Kernel:
         index = 0
         while True:
             status = lib.cuKernelGetParamInfo(self._handle, index, offset, size)
-            if status == 0:
-                result.append(ParamInfo(offset=int(offset[0]), size=int(size[0])))
-                index += 1
-                continue
-            if status != _INVALID_VALUE:
-                check(status, f"cuKernelGetParamInfo(index={index})")
-            break
+            if not check_allowing(status, _INVALID_VALUE, f"cuKernelGetParamInfo(index={index})"):
+                break
+            result.append(ParamInfo(offset=int(offset[0]), size=int(size[0])))
+            index += 1
         # INVALID_VALUE at ``index``: accept it as the end of the list only when
         # it is consistent with being the end.
         _confirm_end_of_params(self._handle, index, result, offset, size)
@@ -289,13 +286,13 @@ def _confirm_end_of_params(c_kernel, count, result, offset, size):
     # A valid handle: any attribute query succeeds (an invalid one raises here).
     out = ffi.new("int *")
     dev = ffi.new("CUdevice *")
-    if lib.cuCtxGetDevice(dev) == 0:
+    if not lib.cuCtxGetDevice(dev):
         check(
             lib.cuKernelGetAttribute(out, lib.CU_FUNC_ATTRIBUTE_NUM_REGS, c_kernel, dev[0]),
             "cuKernelGetAttribute (validating the kernel while enumerating its parameters)",
         )
     status = lib.cuKernelGetParamInfo(c_kernel, count + 1, offset, size)
-    if status != _INVALID_VALUE:
+    if not status_in(status, _INVALID_VALUE):
         raise CUDAError(
             f"cuKernelGetParamInfo reported the end of the parameter list at index {count} "
             f"but returned status {status} for index {count + 1}: inconsistent parameter "

@@ -188,7 +188,7 @@ def load_driver():
     """Load the CUDA driver (``libcuda.so.1``) from the system loader."""
     if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
         if lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED:
-            raise driver_error(3)  # CUDA_ERROR_NOT_INITIALIZED, with the fork() hint
+            raise driver_error(lib.CUDA_ERROR_NOT_INITIALIZED)  # with the fork() hint
         raise driver_not_found_error()
 
 

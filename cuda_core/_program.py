@@ -23,6 +23,7 @@ from cuda_core._errors import (
     check_nvrtc,
     check_nvvm,
     nvrtc_log,
+    status_in,
 )
 from cuda_core._linker import Linker
 from cuda_core._loader import driver_at_least, ensure_loaded, libdevice_path, nvrtc_version
@@ -500,13 +501,13 @@ def _pch_status(prog):
     ``cuEventQuery``) its codes are interpreted here instead of raised.
     """
     status = lib.nvrtcGetPCHCreateStatus(prog)
-    if status == lib.NVRTC_SUCCESS:
+    if not status:
         return PCHStatusType.CREATED, None
-    if status == lib.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED:
+    if status_in(status, (lib.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED,)):
         return None
-    if status == lib.NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED:
+    if status_in(status, (lib.NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED,)):
         return PCHStatusType.NOT_ATTEMPTED, None
-    if status == lib.CC_MISSING_SYMBOL:
+    if status_in(status, (lib.CC_MISSING_SYMBOL,)):
         raise RuntimeError(
             "PCH was requested but the loaded NVRTC does not support the PCH APIs; "
             "update to CUDA 12.8 or newer"

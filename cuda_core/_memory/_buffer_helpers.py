@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check, status_in
 from cuda_core._utils import as_address, as_int_handle, index_or_none
 
 __all__ = []
@@ -89,7 +89,7 @@ def _query_memory_attrs(c_ptr):
     )
     values = ffi.new("void *[3]", [memory_type, is_managed, device_id])
     status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
-    if status == lib.CUDA_ERROR_NOT_INITIALIZED:
+    if status_in(status, (lib.CUDA_ERROR_NOT_INITIALIZED,)):
         check(lib.cuInit(0))
         status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
     check(status, "cuPointerGetAttributes")

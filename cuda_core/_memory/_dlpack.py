@@ -119,7 +119,7 @@ def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned
             c_strides,
             flags,
         )
-        if rc != 0:
+        if rc:
             raise BufferError("could not create the DLPack capsule")
         return _bridge[token]
     finally:

@@ -12,7 +12,7 @@ location (not owned).  Allocation is ``cuMemAllocFromPoolAsync`` and freeing
 from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check, status_in
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
 from cuda_core._memory._memory_resource import MemoryResource
@@ -325,7 +325,7 @@ class _MemPool(MemoryResource):
 def _raise_pool_alloc_error(mr, size):
     """Raise for a failed ``cc_pool_alloc`` (the status is kept in C)."""
     status = lib.cc_pool_alloc_status()
-    if status == lib.CC_STREAM_CAPTURING:
+    if status_in(status, (lib.CC_STREAM_CAPTURING,)):
         raise RuntimeError(
             f"{type(mr).__name__} cannot allocate on a stream that is capturing a graph "
             "(consider using GraphMemoryResource)"

@@ -118,9 +118,9 @@ class MemoryPoolAccess(enum.IntEnum):
     Values are the driver's ``CUmemAccess_flags``.
     """
 
-    NONE = 0
-    READ = 1
-    READ_WRITE = 3
+    NONE = lib.CU_MEM_ACCESS_FLAGS_PROT_NONE
+    READ = lib.CU_MEM_ACCESS_FLAGS_PROT_READ
+    READ_WRITE = lib.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 
 
 def DMR_mempool_get_access(dmr, device_id):  # noqa: N802 - upstream name

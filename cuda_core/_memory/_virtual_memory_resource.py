@@ -425,7 +425,7 @@ class VirtualMemoryResource(MemoryResource):
         end = buf.handle + region.total
         c_ptr = ffi.new("CUdeviceptr *")
         status = lib.cuMemAddressReserve(c_ptr, extra, align, end, 0)
-        if status == 0 and int(c_ptr[0]) == end:
+        if not status and int(c_ptr[0]) == end:
             with _Undo() as undo:
                 undo.add(lib.cuMemAddressFree, end, extra)
                 self._map_new(undo, prop, end, extra)
@@ -437,7 +437,7 @@ class VirtualMemoryResource(MemoryResource):
             buf._size = new_size
             buf._release.size = new_size
             return buf
-        if status == 0:
+        if not status:
             check(lib.cuMemAddressFree(int(c_ptr[0]), extra), "cuMemAddressFree")
         return self._grow_by_remapping(buf, region, prop, new_size, new_total, align)
 
