@@ -169,19 +169,8 @@ class ObjectCode:
     def from_ptx(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from PTX.
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The PTX text as bytes, or the path of a PTX file (a ``str`` is
-            always a path).
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the PTX text as bytes, or the path of a PTX file (a ``str`` is always a path).
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "ptx", name=name, symbol_mapping=symbol_mapping)
 
@@ -189,18 +178,8 @@ class ObjectCode:
     def from_ltoir(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from LTO-IR (an input for :class:`~cuda_core.Linker`).
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The LTO-IR in memory, or the path of an LTO-IR file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the LTO-IR in memory, or the path of an LTO-IR file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "ltoir", name=name, symbol_mapping=symbol_mapping)
 
@@ -208,18 +187,8 @@ class ObjectCode:
     def from_fatbin(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from a fat binary.
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The fatbin in memory, or the path of a fatbin file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the fatbin in memory, or the path of a fatbin file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "fatbin", name=name, symbol_mapping=symbol_mapping)
 
@@ -227,18 +196,8 @@ class ObjectCode:
     def from_object(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from a relocatable object (an input for linking).
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The object in memory, or the path of an object file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the object in memory, or the path of an object file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "object", name=name, symbol_mapping=symbol_mapping)
 
@@ -246,18 +205,8 @@ class ObjectCode:
     def from_library(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from a device library archive (an input for linking).
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The archive in memory, or the path of a library file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the archive in memory, or the path of a library file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "library", name=name, symbol_mapping=symbol_mapping)
 

@@ -76,13 +76,8 @@ SIZE_MAX = (1 << 64) - 1
 
 def as_size(value, what="size"):
     """Return ``value`` as a ``size_t`` int, raising TypeError/ValueError naming ``what``."""
-    if value.__class__ is not int:
-        index = index_or_none(value)
-        if index is None:
-            raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-        value = index
-    if value < 0:
-        raise ValueError(f"{what} must be >= 0, got {value}")
+    if value.__class__ is not int or value < 0:
+        value = check_nonnegative_int(value, what)
     if value > SIZE_MAX:
         raise ValueError(f"{what} {value} does not fit in size_t (2**64 - 1 at most)")
     return value

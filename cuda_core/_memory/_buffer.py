@@ -127,12 +127,7 @@ class Buffer:
                 f"Sorry, not supported: dl_device={tuple(dl_device)} (this buffer lives on "
                 f"{self.__dlpack_device__()})"
             )
-        if max_version is None:
-            versioned = False
-        else:
-            if not isinstance(max_version, tuple) or len(max_version) != 2:
-                raise BufferError(f"Expected max_version tuple[int, int], got {max_version!r}")
-            versioned = max_version >= (1, 0)
+        versioned = _dlpack.wants_versioned(max_version)
         return _dlpack.make_py_capsule(self, versioned)
 
     def __dlpack_device__(self):

@@ -132,12 +132,7 @@ class StridedMemoryView:
             raise BufferError("Sorry, not supported: copy=True")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"Sorry, not supported: dl_device={tuple(dl_device)}")
-        if max_version is None:
-            versioned = False
-        else:
-            if not isinstance(max_version, tuple) or len(max_version) != 2:
-                raise BufferError(f"Expected max_version tuple[int, int], got {max_version!r}")
-            versioned = max_version >= (1, 0)
+        versioned = _dlpack.wants_versioned(max_version)
         dtype = self.dtype
         if dtype is None:
             raise BufferError(
