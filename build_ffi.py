@@ -1,2086 +1,240 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Build the ``cuda_core._cuda_ffi`` CFFI extension (API mode).
+"""Build the ``cuda_core._cuda_ffi`` CFFI extension (API mode) from ``cffi_src/``.
 
 The extension declares the parts of the CUDA driver, NVRTC, nvJitLink and
-libNVVM that cuda_core uses.  No CUDA header or library is needed to build it:
-the type declarations below are written from the published ABI, and every
-entry point is resolved at run time (the driver through
-``cuGetProcAddress_v2`` with an explicit CUDA version per entry point; the
-other libraries through ``dlopen`` + ``dlsym``).  Each declared function is a
-small static C wrapper that calls through a function pointer; when the symbol
-is missing the wrapper returns a status the error layer turns into an
-exception naming the missing API.
+libNVVM that cuda_core uses.  No CUDA header or library is needed to build
+it: the declarations in ``cffi_src/cdefs/`` are written from the published
+ABI (each file names the CUDA version it follows), and every entry point is
+resolved at run time -- the driver's through ``cuGetProcAddress`` with the
+version annotated on its prototype, the other libraries' through ``dlopen``
++ ``dlsym``.  Each declared function becomes a small static C wrapper that
+calls through a function pointer; when the library or the symbol is missing
+the wrapper returns a status that the error layer turns into an exception
+naming the missing API.  ``cffi_src/README.md`` says how to add a library.
 
-Sections, each naming the CUDA version whose ABI it follows:
+Declaration files (``cffi_src/cdefs/*.h``, valid C) are read in this order:
+:data:`TYPE_FILES`, then each :data:`LIBRARIES` entry's file, then
+:data:`HELPER_FILES` (and :data:`BENCH_FILE` when built with benchmarks).
+In a file, every top-level statement that declares a function is a
+prototype; everything else (``#define``, ``typedef``, ``struct``) is a type
+declaration, which goes into both the cdef and the C source.  Annotations
+are C comments after the prototype's semicolon, on the same line:
 
-* driver types/constants: ``DRIVER_TYPES`` (CUDA 12.8 ABI; enums as of 13.0)
-* driver entry points: ``DRIVER_FUNCTIONS`` (12.8 unless a version is given)
-* NVRTC: ``NVRTC_TYPES`` / ``NVRTC_FUNCTIONS`` (CUDA 12/13)
-* nvJitLink: ``NVJITLINK_TYPES`` / ``NVJITLINK_FUNCTIONS`` (CUDA 12.3+/13)
-* libNVVM: ``NVVM_TYPES`` / ``NVVM_FUNCTIONS`` (NVVM 2.0, CUDA 12/13)
-* helpers: ``HELPER_CDEF`` / ``HELPER_SOURCE`` (loader, launch fast path)
-* memory: ``MEMORY_CDEF`` / ``MEMORY_SOURCE`` (DLPack structs, PyCapsule bridge,
-  pool allocation fast path)
+* ``/* abi 12030 */`` -- a driver entry point's ``cuGetProcAddress`` version
+  (1000 * major + 10 * minor); required on every driver prototype.
+* ``/* cffi: extern "Python" */`` -- a callback implemented in Python.
+
+Functions returning a library status type are declared to cffi as returning
+``int`` (the C definitions keep the enum): the value Python gets is the
+same, but cffi converts an ``int`` result directly, about 7 ns cheaper per
+call on CPython than its generic enum conversion.
+
+C sources (``cffi_src/csrc/*.c``) are concatenated after the type
+declarations: :data:`SOURCES_BEFORE`, the generated wrappers, then
+:data:`SOURCES_AFTER`.  ``bench.c`` (the ``cc_bench_*`` C loops that the
+benchmarks use as a floor) is compiled only when the environment variable
+``CUDA_CORE_BUILD_BENCH`` is set to a value other than ``0``.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections import namedtuple
 
 import cffi
 
-# Sentinel statuses returned by wrappers (outside every real status range).
-LIB_NOT_LOADED = 0x7FFF0001
-MISSING_SYMBOL = 0x7FFF0002
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cffi_src")
 
-DEFAULT_DRIVER_VERSION = 12080
-
-# --------------------------------------------------------------------------
-# Driver: types and constants (CUDA 12.8 ABI; enum values as of CUDA 13.0)
-# --------------------------------------------------------------------------
-DRIVER_TYPES = r"""
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef uint64_t cuuint64_t;
-typedef uint32_t cuuint32_t;
-typedef unsigned long long CUmemGenericAllocationHandle;
-typedef unsigned long long CUgraphConditionalHandle;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUlib_st *CUlibrary;
-typedef struct CUkern_st *CUkernel;
-typedef struct CUevent_st *CUevent;
-typedef struct CUstream_st *CUstream;
-typedef struct CUgraph_st *CUgraph;
-typedef struct CUgraphNode_st *CUgraphNode;
-typedef struct CUgraphExec_st *CUgraphExec;
-typedef struct CUmemPoolHandle_st *CUmemoryPool;
-typedef struct CUlinkState_st *CUlinkState;
-typedef struct CUuserObject_st *CUuserObject;
-typedef struct CUarray_st *CUarray;
-typedef struct CUgraphDeviceUpdatableNode_st *CUgraphDeviceNode;
-typedef void (*CUhostFn)(void *userData);
-typedef size_t (*CUoccupancyB2DSize)(int blockSize);
-
-#define CU_IPC_HANDLE_SIZE 64
-#define CU_MEMHOSTALLOC_PORTABLE 1
-#define CU_MEMHOSTALLOC_DEVICEMAP 2
-#define CU_MEMHOSTALLOC_WRITECOMBINED 4
-#define CU_MEMHOSTREGISTER_PORTABLE 1
-#define CU_MEMHOSTREGISTER_DEVICEMAP 2
-#define CU_MEMHOSTREGISTER_IOMEMORY 4
-#define CU_MEMHOSTREGISTER_READ_ONLY 8
-#define CU_GRAPH_KERNEL_NODE_PORT_DEFAULT 0
-#define CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC 1
-#define CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER 2
-
-typedef struct CUuuid_st { char bytes[16]; } CUuuid;
-typedef struct CUipcEventHandle_st { char reserved[64]; } CUipcEventHandle;
-typedef struct CUipcMemHandle_st { char reserved[64]; } CUipcMemHandle;
-typedef struct CUmemPoolPtrExportData_st { unsigned char reserved[64]; } CUmemPoolPtrExportData;
-"""
-
-DRIVER_STRUCTS = r"""
-typedef struct CUmemLocation_st {
-    CUmemLocationType type;
-    int id;
-} CUmemLocation;
-typedef struct CUmemAccessDesc_st {
-    CUmemLocation location;
-    CUmemAccess_flags flags;
-} CUmemAccessDesc;
-typedef struct CUmemPoolProps_st {
-    CUmemAllocationType allocType;
-    CUmemAllocationHandleType handleTypes;
-    CUmemLocation location;
-    void *win32SecurityAttributes;
-    size_t maxSize;
-    unsigned short usage;
-    unsigned char reserved[54];
-} CUmemPoolProps;
-typedef struct CUmemAllocationProp_st {
-    CUmemAllocationType type;
-    CUmemAllocationHandleType requestedHandleTypes;
-    CUmemLocation location;
-    void *win32HandleMetaData;
-    struct {
-        unsigned char compressionType;
-        unsigned char gpuDirectRDMACapable;
-        unsigned short usage;
-        unsigned char reserved[4];
-    } allocFlags;
-} CUmemAllocationProp;
-typedef struct CUaccessPolicyWindow_st {
-    void *base_ptr;
-    size_t num_bytes;
-    float hitRatio;
-    CUaccessProperty hitProp;
-    CUaccessProperty missProp;
-} CUaccessPolicyWindow;
-typedef struct CUlaunchMemSyncDomainMap_st {
-    unsigned char default_;
-    unsigned char remote;
-} CUlaunchMemSyncDomainMap;
-typedef union CUlaunchAttributeValue_union {
-    char pad[64];
-    CUaccessPolicyWindow accessPolicyWindow;
-    int cooperative;
-    CUsynchronizationPolicy syncPolicy;
-    struct { unsigned int x; unsigned int y; unsigned int z; } clusterDim;
-    CUclusterSchedulingPolicy clusterSchedulingPolicyPreference;
-    int programmaticStreamSerializationAllowed;
-    struct { CUevent event; int flags; int triggerAtBlockStart; } programmaticEvent;
-    struct { CUevent event; int flags; } launchCompletionEvent;
-    int priority;
-    CUlaunchMemSyncDomainMap memSyncDomainMap;
-    CUlaunchMemSyncDomain memSyncDomain;
-    struct { unsigned int x; unsigned int y; unsigned int z; } preferredClusterDim;
-    struct { int deviceUpdatable; CUgraphDeviceNode devNode; } deviceUpdatableKernelNode;
-    unsigned int sharedMemCarveout;
-} CUlaunchAttributeValue;
-typedef struct CUlaunchAttribute_st {
-    CUlaunchAttributeID id;
-    char pad[4];
-    CUlaunchAttributeValue value;
-} CUlaunchAttribute;
-typedef struct CUlaunchConfig_st {
-    unsigned int gridDimX;
-    unsigned int gridDimY;
-    unsigned int gridDimZ;
-    unsigned int blockDimX;
-    unsigned int blockDimY;
-    unsigned int blockDimZ;
-    unsigned int sharedMemBytes;
-    CUstream hStream;
-    CUlaunchAttribute *attrs;
-    unsigned int numAttrs;
-} CUlaunchConfig;
-typedef struct CUDA_MEMCPY3D_st {
-    size_t srcXInBytes;
-    size_t srcY;
-    size_t srcZ;
-    size_t srcLOD;
-    CUmemorytype srcMemoryType;
-    const void *srcHost;
-    CUdeviceptr srcDevice;
-    CUarray srcArray;
-    void *reserved0;
-    size_t srcPitch;
-    size_t srcHeight;
-    size_t dstXInBytes;
-    size_t dstY;
-    size_t dstZ;
-    size_t dstLOD;
-    CUmemorytype dstMemoryType;
-    void *dstHost;
-    CUdeviceptr dstDevice;
-    CUarray dstArray;
-    void *reserved1;
-    size_t dstPitch;
-    size_t dstHeight;
-    size_t WidthInBytes;
-    size_t Height;
-    size_t Depth;
-} CUDA_MEMCPY3D;
-typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
-    CUfunction func;
-    unsigned int gridDimX;
-    unsigned int gridDimY;
-    unsigned int gridDimZ;
-    unsigned int blockDimX;
-    unsigned int blockDimY;
-    unsigned int blockDimZ;
-    unsigned int sharedMemBytes;
-    void **kernelParams;
-    void **extra;
-    CUkernel kern;
-    CUcontext ctx;
-} CUDA_KERNEL_NODE_PARAMS;
-typedef struct CUDA_MEMSET_NODE_PARAMS_st {
-    CUdeviceptr dst;
-    size_t pitch;
-    unsigned int value;
-    unsigned int elementSize;
-    size_t width;
-    size_t height;
-} CUDA_MEMSET_NODE_PARAMS;
-typedef struct CUDA_MEMSET_NODE_PARAMS_v2_st {
-    CUdeviceptr dst;
-    size_t pitch;
-    unsigned int value;
-    unsigned int elementSize;
-    size_t width;
-    size_t height;
-    CUcontext ctx;
-} CUDA_MEMSET_NODE_PARAMS_v2;
-typedef struct CUDA_MEMCPY_NODE_PARAMS_st {
-    int flags;
-    int reserved;
-    CUcontext copyCtx;
-    CUDA_MEMCPY3D copyParams;
-} CUDA_MEMCPY_NODE_PARAMS;
-typedef struct CUDA_HOST_NODE_PARAMS_st {
-    CUhostFn fn;
-    void *userData;
-} CUDA_HOST_NODE_PARAMS;
-typedef struct CUDA_HOST_NODE_PARAMS_v2_st {
-    CUhostFn fn;
-    void *userData;
-} CUDA_HOST_NODE_PARAMS_v2;
-typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
-    CUmemPoolProps poolProps;
-    const CUmemAccessDesc *accessDescs;
-    size_t accessDescCount;
-    size_t bytesize;
-    CUdeviceptr dptr;
-} CUDA_MEM_ALLOC_NODE_PARAMS;
-typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
-    CUmemPoolProps poolProps;
-    const CUmemAccessDesc *accessDescs;
-    size_t accessDescCount;
-    size_t bytesize;
-    CUdeviceptr dptr;
-} CUDA_MEM_ALLOC_NODE_PARAMS_v2;
-typedef struct CUDA_MEM_FREE_NODE_PARAMS_st {
-    CUdeviceptr dptr;
-} CUDA_MEM_FREE_NODE_PARAMS;
-typedef struct CUDA_CHILD_GRAPH_NODE_PARAMS_st {
-    CUgraph graph;
-    CUgraphChildGraphNodeOwnership ownership;
-} CUDA_CHILD_GRAPH_NODE_PARAMS;
-typedef struct CUDA_EVENT_RECORD_NODE_PARAMS_st {
-    CUevent event;
-} CUDA_EVENT_RECORD_NODE_PARAMS;
-typedef struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
-    CUevent event;
-} CUDA_EVENT_WAIT_NODE_PARAMS;
-typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
-    CUgraphConditionalHandle handle;
-    CUgraphConditionalNodeType type;
-    unsigned int size;
-    CUgraph *phGraph_out;
-    CUcontext ctx;
-} CUDA_CONDITIONAL_NODE_PARAMS;
-typedef struct CUgraphNodeParams_st {
-    CUgraphNodeType type;
-    int reserved0[3];
-    union {
-        long long reserved1[29];
-        CUDA_KERNEL_NODE_PARAMS kernel;
-        CUDA_MEMCPY_NODE_PARAMS memcpy;
-        CUDA_MEMSET_NODE_PARAMS_v2 memset;
-        CUDA_HOST_NODE_PARAMS_v2 host;
-        CUDA_CHILD_GRAPH_NODE_PARAMS graph;
-        CUDA_EVENT_WAIT_NODE_PARAMS eventWait;
-        CUDA_EVENT_RECORD_NODE_PARAMS eventRecord;
-        CUDA_MEM_ALLOC_NODE_PARAMS_v2 alloc;
-        CUDA_MEM_FREE_NODE_PARAMS free;
-        CUDA_CONDITIONAL_NODE_PARAMS conditional;
-    };
-    long long reserved2;
-} CUgraphNodeParams;
-typedef struct CUgraphExecUpdateResultInfo_st {
-    CUgraphExecUpdateResult result;
-    CUgraphNode errorNode;
-    CUgraphNode errorFromNode;
-} CUgraphExecUpdateResultInfo;
-typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
-    cuuint64_t flags;
-    CUstream hUploadStream;
-    CUgraphNode hErrNode_out;
-    CUgraphInstantiateResult result_out;
-} CUDA_GRAPH_INSTANTIATE_PARAMS;
-typedef struct CUgraphEdgeData_st {
-    unsigned char from_port;
-    unsigned char to_port;
-    unsigned char type;
-    unsigned char reserved[5];
-} CUgraphEdgeData;
-"""
-
-# Driver enumerations (values as of CUDA 13.0; those used by cuda_core).
-DRIVER_ENUMS = r"""
-typedef enum cudaError_enum {
-    CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2,
-    CUDA_ERROR_NOT_INITIALIZED = 3, CUDA_ERROR_DEINITIALIZED = 4,
-    CUDA_ERROR_PROFILER_DISABLED = 5, CUDA_ERROR_PROFILER_NOT_INITIALIZED = 6,
-    CUDA_ERROR_PROFILER_ALREADY_STARTED = 7, CUDA_ERROR_PROFILER_ALREADY_STOPPED = 8,
-    CUDA_ERROR_STUB_LIBRARY = 34, CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER = 36,
-    CUDA_ERROR_DEVICE_UNAVAILABLE = 46, CUDA_ERROR_NO_DEVICE = 100,
-    CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_DEVICE_NOT_LICENSED = 102,
-    CUDA_ERROR_INVALID_IMAGE = 200, CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_CONTEXT_ALREADY_CURRENT = 202, CUDA_ERROR_MAP_FAILED = 205,
-    CUDA_ERROR_UNMAP_FAILED = 206, CUDA_ERROR_ARRAY_IS_MAPPED = 207,
-    CUDA_ERROR_ALREADY_MAPPED = 208, CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
-    CUDA_ERROR_ALREADY_ACQUIRED = 210, CUDA_ERROR_NOT_MAPPED = 211,
-    CUDA_ERROR_NOT_MAPPED_AS_ARRAY = 212, CUDA_ERROR_NOT_MAPPED_AS_POINTER = 213,
-    CUDA_ERROR_ECC_UNCORRECTABLE = 214, CUDA_ERROR_UNSUPPORTED_LIMIT = 215,
-    CUDA_ERROR_CONTEXT_ALREADY_IN_USE = 216, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
-    CUDA_ERROR_INVALID_PTX = 218, CUDA_ERROR_INVALID_GRAPHICS_CONTEXT = 219,
-    CUDA_ERROR_NVLINK_UNCORRECTABLE = 220, CUDA_ERROR_JIT_COMPILER_NOT_FOUND = 221,
-    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222, CUDA_ERROR_JIT_COMPILATION_DISABLED = 223,
-    CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY = 224, CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC = 225,
-    CUDA_ERROR_CONTAINED = 226, CUDA_ERROR_INVALID_SOURCE = 300,
-    CUDA_ERROR_FILE_NOT_FOUND = 301, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND = 302,
-    CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303, CUDA_ERROR_OPERATING_SYSTEM = 304,
-    CUDA_ERROR_INVALID_HANDLE = 400, CUDA_ERROR_ILLEGAL_STATE = 401,
-    CUDA_ERROR_LOSSY_QUERY = 402, CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_NOT_READY = 600,
-    CUDA_ERROR_ILLEGAL_ADDRESS = 700, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
-    CUDA_ERROR_LAUNCH_TIMEOUT = 702, CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING = 703,
-    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
-    CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708, CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
-    CUDA_ERROR_ASSERT = 710, CUDA_ERROR_TOO_MANY_PEERS = 711,
-    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
-    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713, CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
-    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715, CUDA_ERROR_MISALIGNED_ADDRESS = 716,
-    CUDA_ERROR_INVALID_ADDRESS_SPACE = 717, CUDA_ERROR_INVALID_PC = 718,
-    CUDA_ERROR_LAUNCH_FAILED = 719, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
-    CUDA_ERROR_TENSOR_MEMORY_LEAK = 721, CUDA_ERROR_NOT_PERMITTED = 800,
-    CUDA_ERROR_NOT_SUPPORTED = 801, CUDA_ERROR_SYSTEM_NOT_READY = 802,
-    CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803, CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804,
-    CUDA_ERROR_MPS_CONNECTION_FAILED = 805, CUDA_ERROR_MPS_RPC_FAILURE = 806,
-    CUDA_ERROR_MPS_SERVER_NOT_READY = 807, CUDA_ERROR_MPS_MAX_CLIENTS_REACHED = 808,
-    CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED = 809, CUDA_ERROR_MPS_CLIENT_TERMINATED = 810,
-    CUDA_ERROR_CDP_NOT_SUPPORTED = 811, CUDA_ERROR_CDP_VERSION_MISMATCH = 812,
-    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
-    CUDA_ERROR_STREAM_CAPTURE_MERGE = 902, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
-    CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904, CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
-    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906, CUDA_ERROR_CAPTURED_EVENT = 907,
-    CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908, CUDA_ERROR_TIMEOUT = 909,
-    CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910, CUDA_ERROR_EXTERNAL_DEVICE = 911,
-    CUDA_ERROR_INVALID_CLUSTER_SIZE = 912, CUDA_ERROR_FUNCTION_NOT_LOADED = 913,
-    CUDA_ERROR_INVALID_RESOURCE_TYPE = 914, CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915,
-    CUDA_ERROR_KEY_ROTATION = 916, CUDA_ERROR_UNKNOWN = 999
-} CUresult;
-typedef enum CUdevice_attribute_enum {
-    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
-    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
-    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
-    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
-    CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK = 8,
-    CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY = 9, CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
-    CU_DEVICE_ATTRIBUTE_MAX_PITCH = 11, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK = 12,
-    CU_DEVICE_ATTRIBUTE_REGISTERS_PER_BLOCK = 12, CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
-    CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT = 14, CU_DEVICE_ATTRIBUTE_GPU_OVERLAP = 15,
-    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16, CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT = 17,
-    CU_DEVICE_ATTRIBUTE_INTEGRATED = 18, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 19,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH = 21,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH = 22,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT = 23,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH = 24,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT = 25,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH = 26,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH = 27,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT = 28,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS = 29,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_WIDTH = 27,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_HEIGHT = 28,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES = 29,
-    CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT = 30, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS = 31,
-    CU_DEVICE_ATTRIBUTE_ECC_ENABLED = 32, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
-    CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34, CU_DEVICE_ATTRIBUTE_TCC_DRIVER = 35,
-    CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE = 36,
-    CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH = 37, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
-    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
-    CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT = 40, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH = 42,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS = 43,
-    CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER = 44,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH = 45,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT = 46,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE = 47,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE = 48,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE = 49,
-    CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT = 51,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH = 52,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH = 53,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS = 54,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH = 55,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH = 56,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT = 57,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH = 58,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT = 59,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH = 60,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH = 61,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS = 62,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH = 63,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT = 64,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS = 65,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH = 66,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH = 67,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS = 68,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH = 69,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH = 70,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT = 71,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH = 72,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH = 73,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT = 74,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-    CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH = 77,
-    CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED = 78,
-    CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED = 79,
-    CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED = 80,
-    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
-    CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82,
-    CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83, CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD = 84,
-    CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID = 85,
-    CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED = 86,
-    CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO = 87,
-    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 88,
-    CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED = 90,
-    CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91,
-    CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1 = 92,
-    CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1 = 93,
-    CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1 = 94,
-    CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95,
-    CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH = 96,
-    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
-    CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES = 98,
-    CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED = 99,
-    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100,
-    CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST = 101,
-    CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED = 102,
-    CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
-    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
-    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED = 104,
-    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED = 105,
-    CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
-    CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED = 107,
-    CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE = 108,
-    CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE = 109,
-    CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 110,
-    CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK = 111,
-    CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED = 112,
-    CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED = 113,
-    CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED = 114,
-    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
-    CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 116,
-    CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117,
-    CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118,
-    CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 119,
-    CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH = 120,
-    CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED = 121,
-    CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS = 122,
-    CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR = 123,
-    CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED = 125,
-    CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT = 126,
-    CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED = 127,
-    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 128,
-    CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS = 129, CU_DEVICE_ATTRIBUTE_NUMA_CONFIG = 130,
-    CU_DEVICE_ATTRIBUTE_NUMA_ID = 131, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 132,
-    CU_DEVICE_ATTRIBUTE_MPS_ENABLED = 133, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = 134,
-    CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED = 135,
-    CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK = 136,
-    CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH = 137,
-    CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED = 138, CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID = 139,
-    CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID = 140,
-    CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 141,
-    CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED = 142,
-    CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED = 143,
-    CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED = 144,
-    CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 145,
-    CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146,
-    CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED = 147,
-    CU_DEVICE_ATTRIBUTE_MAX = 148
-} CUdevice_attribute;
-typedef enum CUpointer_attribute_enum {
-    CU_POINTER_ATTRIBUTE_CONTEXT = 1, CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
-    CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3, CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,
-    CU_POINTER_ATTRIBUTE_P2P_TOKENS = 5, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6,
-    CU_POINTER_ATTRIBUTE_BUFFER_ID = 7, CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
-    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
-    CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10,
-    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11, CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
-    CU_POINTER_ATTRIBUTE_MAPPED = 13, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14,
-    CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15,
-    CU_POINTER_ATTRIBUTE_ACCESS_FLAGS = 16, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17,
-    CU_POINTER_ATTRIBUTE_MAPPING_SIZE = 18, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19,
-    CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID = 20,
-    CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21
-} CUpointer_attribute;
-typedef enum CUfunction_attribute_enum {
-    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
-    CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES = 2, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
-    CU_FUNC_ATTRIBUTE_NUM_REGS = 4, CU_FUNC_ATTRIBUTE_PTX_VERSION = 5,
-    CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6, CU_FUNC_ATTRIBUTE_CACHE_MODE_CA = 7,
-    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
-    CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
-    CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET = 10,
-    CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11,
-    CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT = 12,
-    CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,
-    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
-    CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15, CU_FUNC_ATTRIBUTE_MAX = 16
-} CUfunction_attribute;
-typedef enum CUjit_option_enum {
-    CU_JIT_MAX_REGISTERS = 0, CU_JIT_THREADS_PER_BLOCK = 1, CU_JIT_WALL_TIME = 2,
-    CU_JIT_INFO_LOG_BUFFER = 3, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
-    CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
-    CU_JIT_OPTIMIZATION_LEVEL = 7, CU_JIT_TARGET_FROM_CUCONTEXT = 8, CU_JIT_TARGET = 9,
-    CU_JIT_FALLBACK_STRATEGY = 10, CU_JIT_GENERATE_DEBUG_INFO = 11, CU_JIT_LOG_VERBOSE = 12,
-    CU_JIT_GENERATE_LINE_INFO = 13, CU_JIT_CACHE_MODE = 14, CU_JIT_NEW_SM3X_OPT = 15,
-    CU_JIT_FAST_COMPILE = 16, CU_JIT_GLOBAL_SYMBOL_NAMES = 17,
-    CU_JIT_GLOBAL_SYMBOL_ADDRESSES = 18, CU_JIT_GLOBAL_SYMBOL_COUNT = 19, CU_JIT_LTO = 20,
-    CU_JIT_FTZ = 21, CU_JIT_PREC_DIV = 22, CU_JIT_PREC_SQRT = 23, CU_JIT_FMA = 24,
-    CU_JIT_REFERENCED_KERNEL_NAMES = 25, CU_JIT_REFERENCED_KERNEL_COUNT = 26,
-    CU_JIT_REFERENCED_VARIABLE_NAMES = 27, CU_JIT_REFERENCED_VARIABLE_COUNT = 28,
-    CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES = 29, CU_JIT_POSITION_INDEPENDENT_CODE = 30,
-    CU_JIT_MIN_CTA_PER_SM = 31, CU_JIT_MAX_THREADS_PER_BLOCK = 32,
-    CU_JIT_OVERRIDE_DIRECTIVE_VALUES = 33, CU_JIT_SPLIT_COMPILE = 34, CU_JIT_NUM_OPTIONS = 35
-} CUjit_option;
-typedef enum CUjitInputType_enum {
-    CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1, CU_JIT_INPUT_FATBINARY = 2,
-    CU_JIT_INPUT_OBJECT = 3, CU_JIT_INPUT_LIBRARY = 4, CU_JIT_INPUT_NVVM = 5,
-    CU_JIT_NUM_INPUT_TYPES = 6
-} CUjitInputType;
-typedef enum CUlaunchAttributeID_enum {
-    CU_LAUNCH_ATTRIBUTE_IGNORE = 0, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1,
-    CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY = 3,
-    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
-    CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
-    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
-    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT = 7, CU_LAUNCH_ATTRIBUTE_PRIORITY = 8,
-    CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP = 9, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN = 10,
-    CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION = 11,
-    CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT = 12,
-    CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE = 13,
-    CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 14,
-    CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING = 16
-} CUlaunchAttributeID;
-typedef enum CUmemPool_attribute_enum {
-    CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
-    CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
-    CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
-    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
-    CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6, CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
-    CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
-} CUmemPool_attribute;
-typedef enum CUmemAllocationType_enum {
-    CU_MEM_ALLOCATION_TYPE_INVALID = 0, CU_MEM_ALLOCATION_TYPE_PINNED = 1,
-    CU_MEM_ALLOCATION_TYPE_MANAGED = 2, CU_MEM_ALLOCATION_TYPE_MAX = 0x7fffffff
-} CUmemAllocationType;
-typedef enum CUmemAllocationHandleType_enum {
-    CU_MEM_HANDLE_TYPE_NONE = 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1,
-    CU_MEM_HANDLE_TYPE_WIN32 = 2, CU_MEM_HANDLE_TYPE_WIN32_KMT = 4,
-    CU_MEM_HANDLE_TYPE_FABRIC = 8, CU_MEM_HANDLE_TYPE_MAX = 0x7fffffff
-} CUmemAllocationHandleType;
-typedef enum CUmemLocationType_enum {
-    CU_MEM_LOCATION_TYPE_INVALID = 0, CU_MEM_LOCATION_TYPE_NONE = 0,
-    CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_LOCATION_TYPE_HOST = 2,
-    CU_MEM_LOCATION_TYPE_HOST_NUMA = 3, CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4,
-    CU_MEM_LOCATION_TYPE_MAX = 0x7fffffff
-} CUmemLocationType;
-typedef enum CUmemAccess_flags_enum {
-    CU_MEM_ACCESS_FLAGS_PROT_NONE = 0, CU_MEM_ACCESS_FLAGS_PROT_READ = 1,
-    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3, CU_MEM_ACCESS_FLAGS_PROT_MAX = 0x7fffffff
-} CUmemAccess_flags;
-typedef enum CUmemAllocationGranularity_flags_enum {
-    CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1
-} CUmemAllocationGranularity_flags;
-typedef enum CUmem_advise_enum {
-    CU_MEM_ADVISE_SET_READ_MOSTLY = 1, CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
-    CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
-    CU_MEM_ADVISE_SET_ACCESSED_BY = 5, CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6
-} CUmem_advise;
-typedef enum CUmemorytype_enum {
-    CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_ARRAY = 3,
-    CU_MEMORYTYPE_UNIFIED = 4
-} CUmemorytype;
-typedef enum CUstreamCaptureMode_enum {
-    CU_STREAM_CAPTURE_MODE_GLOBAL = 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
-    CU_STREAM_CAPTURE_MODE_RELAXED = 2
-} CUstreamCaptureMode;
-typedef enum CUstreamCaptureStatus_enum {
-    CU_STREAM_CAPTURE_STATUS_NONE = 0, CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
-    CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
-} CUstreamCaptureStatus;
-typedef enum CUgraphNodeType_enum {
-    CU_GRAPH_NODE_TYPE_KERNEL = 0, CU_GRAPH_NODE_TYPE_MEMCPY = 1, CU_GRAPH_NODE_TYPE_MEMSET = 2,
-    CU_GRAPH_NODE_TYPE_HOST = 3, CU_GRAPH_NODE_TYPE_GRAPH = 4, CU_GRAPH_NODE_TYPE_EMPTY = 5,
-    CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6, CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
-    CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL = 8, CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT = 9,
-    CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10, CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
-    CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12, CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
-} CUgraphNodeType;
-typedef enum CUgraphInstantiate_flags_enum {
-    CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1, CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
-    CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
-    CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8
-} CUgraphInstantiate_flags;
-typedef enum CUgraphDebugDot_flags_enum {
-    CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE = 1, CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES = 2,
-    CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS = 4,
-    CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS = 8,
-    CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS = 16,
-    CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS = 32,
-    CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS = 64,
-    CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_SIGNAL_NODE_PARAMS = 128,
-    CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_WAIT_NODE_PARAMS = 256,
-    CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_ATTRIBUTES = 512,
-    CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES = 1024,
-    CU_GRAPH_DEBUG_DOT_FLAGS_MEM_ALLOC_NODE_PARAMS = 2048,
-    CU_GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS = 4096,
-    CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS = 0x2000,
-    CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO = 0x4000,
-    CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS = 0x8000
-} CUgraphDebugDot_flags;
-typedef enum CUgraphConditionalNodeType_enum {
-    CU_GRAPH_COND_TYPE_IF = 0, CU_GRAPH_COND_TYPE_WHILE = 1, CU_GRAPH_COND_TYPE_SWITCH = 2
-} CUgraphConditionalNodeType;
-typedef enum CUgraphExecUpdateResult_enum {
-    CU_GRAPH_EXEC_UPDATE_SUCCESS = 0, CU_GRAPH_EXEC_UPDATE_ERROR = 1,
-    CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
-    CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 3,
-    CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 4,
-    CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED = 5,
-    CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED = 6,
-    CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE = 7,
-    CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED = 8
-} CUgraphExecUpdateResult;
-typedef enum CUgraphInstantiateResult_enum {
-    CUDA_GRAPH_INSTANTIATE_SUCCESS = 0, CUDA_GRAPH_INSTANTIATE_ERROR = 1,
-    CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE = 2,
-    CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED = 3,
-    CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED = 4,
-    CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED = 5
-} CUgraphInstantiateResult;
-typedef enum CUmemAttach_flags_enum {
-    CU_MEM_ATTACH_GLOBAL = 1, CU_MEM_ATTACH_HOST = 2, CU_MEM_ATTACH_SINGLE = 4
-} CUmemAttach_flags;
-typedef enum CUevent_flags_enum {
-    CU_EVENT_DEFAULT = 0, CU_EVENT_BLOCKING_SYNC = 1, CU_EVENT_DISABLE_TIMING = 2,
-    CU_EVENT_INTERPROCESS = 4
-} CUevent_flags;
-typedef enum CUevent_record_flags_enum {
-    CU_EVENT_RECORD_DEFAULT = 0, CU_EVENT_RECORD_EXTERNAL = 1
-} CUevent_record_flags;
-typedef enum CUstream_flags_enum {
-    CU_STREAM_DEFAULT = 0, CU_STREAM_NON_BLOCKING = 1
-} CUstream_flags;
-typedef enum CUctx_flags_enum {
-    CU_CTX_SCHED_AUTO = 0, CU_CTX_SCHED_SPIN = 1, CU_CTX_SCHED_YIELD = 2,
-    CU_CTX_SCHED_BLOCKING_SYNC = 4, CU_CTX_BLOCKING_SYNC = 4, CU_CTX_SCHED_MASK = 7,
-    CU_CTX_MAP_HOST = 8, CU_CTX_LMEM_RESIZE_TO_MAX = 16, CU_CTX_COREDUMP_ENABLE = 32,
-    CU_CTX_USER_COREDUMP_ENABLE = 64, CU_CTX_SYNC_MEMOPS = 128, CU_CTX_FLAGS_MASK = 255
-} CUctx_flags;
-typedef enum CUlimit_enum {
-    CU_LIMIT_STACK_SIZE = 0, CU_LIMIT_PRINTF_FIFO_SIZE = 1, CU_LIMIT_MALLOC_HEAP_SIZE = 2,
-    CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 3, CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 4,
-    CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 5, CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6,
-    CU_LIMIT_SHMEM_SIZE = 7, CU_LIMIT_CIG_ENABLED = 8, CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 9,
-    CU_LIMIT_MAX = 10
-} CUlimit;
-typedef enum CUoccupancy_flags_enum {
-    CU_OCCUPANCY_DEFAULT = 0, CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE = 1
-} CUoccupancy_flags;
-typedef enum CUdriverProcAddressQueryResult_enum {
-    CU_GET_PROC_ADDRESS_SUCCESS = 0, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
-    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
-} CUdriverProcAddressQueryResult;
-typedef enum CUdriverProcAddress_flags_enum {
-    CU_GET_PROC_ADDRESS_DEFAULT = 0, CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1,
-    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 2
-} CUdriverProcAddress_flags;
-typedef enum CUclusterSchedulingPolicy_enum {
-    CU_CLUSTER_SCHEDULING_POLICY_DEFAULT = 0, CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
-    CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING = 2
-} CUclusterSchedulingPolicy;
-typedef enum CUgraphMem_attribute_enum {
-    CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
-    CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3
-} CUgraphMem_attribute;
-typedef enum CUmem_range_attribute_enum {
-    CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
-    CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 4,
-    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 5,
-    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 6,
-    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
-    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8
-} CUmem_range_attribute;
-typedef enum CUmemAllocationCompType_enum {
-    CU_MEM_ALLOCATION_COMP_NONE = 0, CU_MEM_ALLOCATION_COMP_GENERIC = 1
-} CUmemAllocationCompType;
-typedef enum CUaccessProperty_enum {
-    CU_ACCESS_PROPERTY_NORMAL = 0, CU_ACCESS_PROPERTY_STREAMING = 1,
-    CU_ACCESS_PROPERTY_PERSISTING = 2
-} CUaccessProperty;
-typedef enum CUsynchronizationPolicy_enum {
-    CU_SYNC_POLICY_AUTO = 1, CU_SYNC_POLICY_SPIN = 2, CU_SYNC_POLICY_YIELD = 3,
-    CU_SYNC_POLICY_BLOCKING_SYNC = 4
-} CUsynchronizationPolicy;
-typedef enum CUlaunchMemSyncDomain_enum {
-    CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT = 0, CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE = 1
-} CUlaunchMemSyncDomain;
-typedef enum CUgraphDependencyType_enum {
-    CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1
-} CUgraphDependencyType;
-typedef enum CUjit_cacheMode_enum {
-    CU_JIT_CACHE_OPTION_NONE = 0, CU_JIT_CACHE_OPTION_CG = 1, CU_JIT_CACHE_OPTION_CA = 2
-} CUjit_cacheMode;
-typedef enum CUstreamUpdateCaptureDependencies_flags_enum {
-    CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0, CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1
-} CUstreamUpdateCaptureDependencies_flags;
-typedef enum CUuserObject_flags_enum {
-    CU_USER_OBJECT_NO_DESTRUCTOR_SYNC = 1
-} CUuserObject_flags;
-typedef enum CUuserObjectRetain_flags_enum {
-    CU_GRAPH_USER_OBJECT_MOVE = 1
-} CUuserObjectRetain_flags;
-typedef enum CUipcMem_flags_enum {
-    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
-} CUipcMem_flags;
-typedef enum CUfunc_cache_enum {
-    CU_FUNC_CACHE_PREFER_NONE = 0, CU_FUNC_CACHE_PREFER_SHARED = 1, CU_FUNC_CACHE_PREFER_L1 = 2,
-    CU_FUNC_CACHE_PREFER_EQUAL = 3
-} CUfunc_cache;
-typedef enum CUshared_carveout_enum {
-    CU_SHAREDMEM_CARVEOUT_DEFAULT = -1, CU_SHAREDMEM_CARVEOUT_MAX_SHARED = 100,
-    CU_SHAREDMEM_CARVEOUT_MAX_L1 = 0
-} CUshared_carveout;
-typedef enum CUgraphChildGraphNodeOwnership_enum {
-    CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE = 0, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1
-} CUgraphChildGraphNodeOwnership;
-typedef enum CUlibraryOption_enum {
-    CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0, CU_LIBRARY_BINARY_IS_PRESERVED = 1,
-    CU_LIBRARY_NUM_OPTIONS = 2
-} CUlibraryOption;
-"""
-
-# --------------------------------------------------------------------------
-# Driver entry points.  Resolved with cuGetProcAddress_v2(name, version):
-# "@NNNNN" gives the version for an API newer than 12.8 or whose 12.8 name
-# maps to an older ABI; a name ending in _vN is looked up by that exact
-# exported symbol.  Default version: DEFAULT_DRIVER_VERSION.
-# --------------------------------------------------------------------------
-DRIVER_FUNCTIONS = r"""
-CUresult cuGetErrorName(CUresult error, const char **pStr);
-CUresult cuGetErrorString(CUresult error, const char **pStr);
-CUresult cuInit(unsigned int Flags);
-CUresult cuDriverGetVersion(int *driverVersion);
-CUresult cuDeviceGet(CUdevice *device, int ordinal);
-CUresult cuDeviceGetCount(int *count);
-CUresult cuDeviceGetName(char *name, int len, CUdevice dev);
-CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
-CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev);
-CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev);
-CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev);
-CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
-CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
-CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
-CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
-CUresult cuDeviceGraphMemTrim(CUdevice device);
-CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
-CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
-CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
-CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
-CUresult cuCtxGetCurrent(CUcontext *pctx);
-CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuCtxPushCurrent(CUcontext ctx);
-CUresult cuCtxPopCurrent(CUcontext *pctx);
-CUresult cuCtxGetDevice(CUdevice *device);
-CUresult cuCtxSynchronize(void);
-CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
-CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
-CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId);
-CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit);
-CUresult cuCtxSetLimit(CUlimit limit, size_t value);
-CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);
-CUresult cuCtxDisablePeerAccess(CUcontext peerContext);
-CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
-CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority);
-CUresult cuStreamDestroy(CUstream hStream);
-CUresult cuStreamQuery(CUstream hStream);
-CUresult cuStreamSynchronize(CUstream hStream);
-CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
-CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags);
-CUresult cuStreamGetPriority(CUstream hStream, int *priority);
-@9020 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
-CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId);
-@12080 CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device);
-CUresult cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode);
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
-CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
-@11030 CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out);
-@11030 CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags);
-@12030 CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode);
-CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode);
-CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);
-CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
-CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
-CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
-CUresult cuEventQuery(CUevent hEvent);
-CUresult cuEventSynchronize(CUevent hEvent);
-CUresult cuEventDestroy(CUevent hEvent);
-CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
-CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event);
-CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle);
-CUresult cuMemGetInfo(size_t *free, size_t *total);
-CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize);
-CUresult cuMemFree(CUdeviceptr dptr);
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
-CUresult cuMemAllocHost(void **pp, size_t bytesize);
-CUresult cuMemFreeHost(void *p);
-CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
-CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
-CUresult cuMemHostUnregister(void *p);
-CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags);
-CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
-CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
-CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
-CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
-CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream);
-CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
-CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
-CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
-CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream);
-CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
-CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
-CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N);
-CUresult cuMemsetD16(CUdeviceptr dstDevice, unsigned short us, size_t N);
-CUresult cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N);
-CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
-CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream);
-CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
-CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
-CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr);
-@12020 CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location);
-@12020 CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream);
-CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr, size_t count);
-CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
-CUresult cuMemPoolDestroy(CUmemoryPool pool);
-CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
-CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
-CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
-CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location);
-CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
-CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags);
-CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags);
-CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
-CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData);
-@13000 CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type);
-@13000 CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
-@13000 CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool);
-CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags);
-CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
-CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags);
-CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
-CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags);
-CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
-CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
-CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr);
-CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option);
-CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle);
-CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType, unsigned long long flags);
-CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType);
-CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
-CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
-CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
-CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
-CUresult cuModuleLoadData(CUmodule *module, const void *image);
-CUresult cuModuleUnload(CUmodule hmod);
-CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
-CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
-CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
-CUresult cuLibraryUnload(CUlibrary library);
-CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
-CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library);
-CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
-@12040 CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib);
-@12040 CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib);
-CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
-CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
-CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
-@12030 CUresult cuKernelGetName(const char **name, CUkernel hfunc);
-@12040 CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
-@12050 CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel);
-CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
-CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
-CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc);
-@12030 CUresult cuFuncGetName(const char **name, CUfunction hfunc);
-@12040 CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
-CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut);
-CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options, void **optionValues);
-CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options, void **optionValues);
-CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut);
-CUresult cuLinkDestroy(CUlinkState state);
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize);
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags);
-CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit);
-CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize);
-CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config);
-CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config);
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
-CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams);
-CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags);
-CUresult cuGraphDestroy(CUgraph hGraph);
-CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph);
-CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags);
-CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
-CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
-CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
-CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo);
-CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags);
-CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
-CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
-CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx);
-CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams);
-CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph);
-CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies);
-CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event);
-CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event);
-CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
-CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr);
-@12020 CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams);
-CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
-CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams);
-CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags);
-CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
-CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes);
-@10000 CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges);
-CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type);
-@10000 CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies);
-@10000 CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, size_t *numDependentNodes);
-@10000 CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
-@10000 CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
-CUresult cuGraphDestroyNode(CUgraphNode hNode);
-CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams);
-CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
-CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams);
-CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams);
-CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams);
-CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams);
-CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams);
-CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams);
-CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out);
-CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out);
-CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph);
-CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
-CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event);
-CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
-CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event);
-CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled);
-CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled);
-CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
-CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
-CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx);
-CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams);
-CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph);
-CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event);
-CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event);
-CUresult cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags);
-CUresult cuUserObjectRelease(CUuserObject object, unsigned int count);
-CUresult cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags);
-CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned int count);
-"""
-
-# --------------------------------------------------------------------------
-# NVRTC (CUDA 12.x / 13.x ABI)
-# --------------------------------------------------------------------------
-NVRTC_TYPES = r"""
-typedef enum {
-    NVRTC_SUCCESS = 0, NVRTC_ERROR_OUT_OF_MEMORY = 1, NVRTC_ERROR_PROGRAM_CREATION_FAILURE = 2,
-    NVRTC_ERROR_INVALID_INPUT = 3, NVRTC_ERROR_INVALID_PROGRAM = 4, NVRTC_ERROR_INVALID_OPTION = 5,
-    NVRTC_ERROR_COMPILATION = 6, NVRTC_ERROR_BUILTIN_OPERATION_FAILURE = 7,
-    NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION = 8,
-    NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION = 9,
-    NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID = 10, NVRTC_ERROR_INTERNAL_ERROR = 11,
-    NVRTC_ERROR_TIME_FILE_WRITE_FAILED = 12, NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED = 13,
-    NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED = 14, NVRTC_ERROR_PCH_CREATE = 15,
-    NVRTC_ERROR_CANCELLED = 16, NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED = 17,
-    NVRTC_ERROR_BUSY = 18
-} nvrtcResult;
-typedef struct _nvrtcProgram *nvrtcProgram;
-typedef int (*cc_nvrtc_flow_callback)(void *param, void *payload);
-"""
-
-NVRTC_FUNCTIONS = r"""
-const char *nvrtcGetErrorString(nvrtcResult result);
-nvrtcResult nvrtcVersion(int *major, int *minor);
-nvrtcResult nvrtcGetNumSupportedArchs(int *numArchs);
-nvrtcResult nvrtcGetSupportedArchs(int *supportedArchs);
-nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *name, int numHeaders, const char **headers, const char **includeNames);
-nvrtcResult nvrtcDestroyProgram(nvrtcProgram *prog);
-nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char **options);
-nvrtcResult nvrtcGetPTXSize(nvrtcProgram prog, size_t *ptxSizeRet);
-nvrtcResult nvrtcGetPTX(nvrtcProgram prog, char *ptx);
-nvrtcResult nvrtcGetCUBINSize(nvrtcProgram prog, size_t *cubinSizeRet);
-nvrtcResult nvrtcGetCUBIN(nvrtcProgram prog, char *cubin);
-nvrtcResult nvrtcGetLTOIRSize(nvrtcProgram prog, size_t *LTOIRSizeRet);
-nvrtcResult nvrtcGetLTOIR(nvrtcProgram prog, char *LTOIR);
-nvrtcResult nvrtcGetOptiXIRSize(nvrtcProgram prog, size_t *optixirSizeRet);
-nvrtcResult nvrtcGetOptiXIR(nvrtcProgram prog, char *optixir);
-nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram prog, size_t *logSizeRet);
-nvrtcResult nvrtcGetProgramLog(nvrtcProgram prog, char *log);
-nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char *name_expression);
-nvrtcResult nvrtcGetLoweredName(nvrtcProgram prog, const char *name_expression, const char **lowered_name);
-nvrtcResult nvrtcGetPCHHeapSize(size_t *ret);
-nvrtcResult nvrtcSetPCHHeapSize(size_t size);
-nvrtcResult nvrtcGetPCHCreateStatus(nvrtcProgram prog);
-nvrtcResult nvrtcGetPCHHeapSizeRequired(nvrtcProgram prog, size_t *size);
-nvrtcResult nvrtcSetFlowCallback(nvrtcProgram prog, cc_nvrtc_flow_callback callback, void *payload);
-"""
-
-# --------------------------------------------------------------------------
-# nvJitLink (CUDA 12.3+ / 13.x ABI; the unversioned exported names)
-# --------------------------------------------------------------------------
-NVJITLINK_TYPES = r"""
-typedef enum {
-    NVJITLINK_SUCCESS = 0, NVJITLINK_ERROR_UNRECOGNIZED_OPTION = 1, NVJITLINK_ERROR_MISSING_ARCH = 2,
-    NVJITLINK_ERROR_INVALID_INPUT = 3, NVJITLINK_ERROR_PTX_COMPILE = 4, NVJITLINK_ERROR_NVVM_COMPILE = 5,
-    NVJITLINK_ERROR_INTERNAL = 6, NVJITLINK_ERROR_THREADPOOL = 7, NVJITLINK_ERROR_UNRECOGNIZED_INPUT = 8,
-    NVJITLINK_ERROR_FINALIZE = 9, NVJITLINK_ERROR_NULL_INPUT = 10, NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS = 11,
-    NVJITLINK_ERROR_INCORRECT_INPUT_TYPE = 12, NVJITLINK_ERROR_ARCH_MISMATCH = 13,
-    NVJITLINK_ERROR_OUTDATED_LIBRARY = 14, NVJITLINK_ERROR_MISSING_FATBIN = 15,
-    NVJITLINK_ERROR_UNRECOGNIZED_ARCH = 16, NVJITLINK_ERROR_UNSUPPORTED_ARCH = 17,
-    NVJITLINK_ERROR_LTO_NOT_ENABLED = 18
-} nvJitLinkResult;
-typedef enum {
-    NVJITLINK_INPUT_NONE = 0, NVJITLINK_INPUT_CUBIN = 1, NVJITLINK_INPUT_PTX = 2,
-    NVJITLINK_INPUT_LTOIR = 3, NVJITLINK_INPUT_FATBIN = 4, NVJITLINK_INPUT_OBJECT = 5,
-    NVJITLINK_INPUT_LIBRARY = 6, NVJITLINK_INPUT_INDEX = 7, NVJITLINK_INPUT_ANY = 10
-} nvJitLinkInputType;
-typedef struct nvJitLink *nvJitLinkHandle;
-"""
-
-NVJITLINK_FUNCTIONS = r"""
-nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle, uint32_t numOptions, const char **options);
-nvJitLinkResult nvJitLinkDestroy(nvJitLinkHandle *handle);
-nvJitLinkResult nvJitLinkAddData(nvJitLinkHandle handle, nvJitLinkInputType inputType, const void *data, size_t size, const char *name);
-nvJitLinkResult nvJitLinkAddFile(nvJitLinkHandle handle, nvJitLinkInputType inputType, const char *fileName);
-nvJitLinkResult nvJitLinkComplete(nvJitLinkHandle handle);
-nvJitLinkResult nvJitLinkGetLinkedCubinSize(nvJitLinkHandle handle, size_t *size);
-nvJitLinkResult nvJitLinkGetLinkedCubin(nvJitLinkHandle handle, void *cubin);
-nvJitLinkResult nvJitLinkGetLinkedPtxSize(nvJitLinkHandle handle, size_t *size);
-nvJitLinkResult nvJitLinkGetLinkedPtx(nvJitLinkHandle handle, char *ptx);
-nvJitLinkResult nvJitLinkGetLinkedLTOIRSize(nvJitLinkHandle handle, size_t *size);
-nvJitLinkResult nvJitLinkGetLinkedLTOIR(nvJitLinkHandle handle, void *ltoir);
-nvJitLinkResult nvJitLinkGetErrorLogSize(nvJitLinkHandle handle, size_t *size);
-nvJitLinkResult nvJitLinkGetErrorLog(nvJitLinkHandle handle, char *log);
-nvJitLinkResult nvJitLinkGetInfoLogSize(nvJitLinkHandle handle, size_t *size);
-nvJitLinkResult nvJitLinkGetInfoLog(nvJitLinkHandle handle, char *log);
-nvJitLinkResult nvJitLinkVersion(unsigned int *major, unsigned int *minor);
-"""
-
-# --------------------------------------------------------------------------
-# libNVVM (NVVM IR 2.0; CUDA 12.x / 13.x ABI)
-# --------------------------------------------------------------------------
-NVVM_TYPES = r"""
-typedef enum {
-    NVVM_SUCCESS = 0, NVVM_ERROR_OUT_OF_MEMORY = 1, NVVM_ERROR_PROGRAM_CREATION_FAILURE = 2,
-    NVVM_ERROR_IR_VERSION_MISMATCH = 3, NVVM_ERROR_INVALID_INPUT = 4, NVVM_ERROR_INVALID_PROGRAM = 5,
-    NVVM_ERROR_INVALID_IR = 6, NVVM_ERROR_INVALID_OPTION = 7, NVVM_ERROR_NO_MODULE_IN_PROGRAM = 8,
-    NVVM_ERROR_COMPILATION = 9, NVVM_ERROR_CANCELLED = 10
-} nvvmResult;
-typedef struct _nvvmProgram *nvvmProgram;
-"""
-
-NVVM_FUNCTIONS = r"""
-const char *nvvmGetErrorString(nvvmResult result);
-nvvmResult nvvmVersion(int *major, int *minor);
-nvvmResult nvvmIRVersion(int *majorIR, int *minorIR, int *majorDbg, int *minorDbg);
-nvvmResult nvvmCreateProgram(nvvmProgram *prog);
-nvvmResult nvvmDestroyProgram(nvvmProgram *prog);
-nvvmResult nvvmAddModuleToProgram(nvvmProgram prog, const char *buffer, size_t size, const char *name);
-nvvmResult nvvmLazyAddModuleToProgram(nvvmProgram prog, const char *buffer, size_t size, const char *name);
-nvvmResult nvvmCompileProgram(nvvmProgram prog, int numOptions, const char **options);
-nvvmResult nvvmVerifyProgram(nvvmProgram prog, int numOptions, const char **options);
-nvvmResult nvvmGetCompiledResultSize(nvvmProgram prog, size_t *bufferSizeRet);
-nvvmResult nvvmGetCompiledResult(nvvmProgram prog, char *buffer);
-nvvmResult nvvmGetProgramLogSize(nvvmProgram prog, size_t *bufferSizeRet);
-nvvmResult nvvmGetProgramLog(nvvmProgram prog, char *buffer);
-"""
-
-# --------------------------------------------------------------------------
-# Launch fast path: one extension call per kernel launch.
-# --------------------------------------------------------------------------
-# cc_launch_cfg: a launch configuration prepared once per LaunchConfig (grid
-# in blocks, the launch attributes it needs); the stream comes per launch.
-# cc_arg_layout: the kernel and the offsets of its packed arguments, prepared
-# once per kernel and combination of argument types.
-LAUNCH_TYPES = r"""
-typedef struct {
-    unsigned int gridDimX;
-    unsigned int gridDimY;
-    unsigned int gridDimZ;
-    unsigned int blockDimX;
-    unsigned int blockDimY;
-    unsigned int blockDimZ;
-    unsigned int sharedMemBytes;
-    unsigned int numAttrs;
-    CUlaunchAttribute attrs[4];
-} cc_launch_cfg;
-typedef struct {
-    CUfunction func;
-    unsigned int nargs;
-    size_t bufsize;
-    unsigned int offsets[];
-} cc_arg_layout;
-"""
-
-LAUNCH_CDEF = (
-    r"""
-CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                   CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
-                   void **params);
-"""
-    + LAUNCH_TYPES
-    + r"""CUresult cc_launch_blob(const char *blob);
-CUresult cc_bench_launch_loop(CUfunction f, CUstream stream, void **params,
-                              unsigned int count, int use_ex);
-"""
+#: One line per library.  ``index``: its CC_LIB_<NAME> number (0, 1, ... in
+#: order); ``missing_status``: what a wrapper returns when the library is
+#: loaded but lacks the entry point; ``resolver``: the generated C function
+#: that looks up every entry point of the library.  Index 0 is the driver.
+Library = namedtuple("Library", "name header index status_type missing_status resolver")
+LIBRARIES = (
+    Library(
+        "driver", "driver_api.h", 0, "CUresult", "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver"
+    ),
+    Library("nvrtc", "nvrtc.h", 1, "nvrtcResult", "CC_MISSING_SYMBOL", "cc_resolve_nvrtc"),
+    Library(
+        "nvjitlink",
+        "nvjitlink.h",
+        2,
+        "nvJitLinkResult",
+        "CC_MISSING_SYMBOL",
+        "cc_resolve_nvjitlink",
+    ),
+    Library("nvvm", "nvvm.h", 3, "nvvmResult", "CC_MISSING_SYMBOL", "cc_resolve_nvvm"),
 )
 
-LAUNCH_SOURCE = (
-    r"""
-#include <stdlib.h>
-#include <string.h>
-
-CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                   CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
-                   void **params) {
-    CUlaunchConfig cfg;
-    cfg.gridDimX = gx; cfg.gridDimY = gy; cfg.gridDimZ = gz;
-    cfg.blockDimX = bx; cfg.blockDimY = by; cfg.blockDimZ = bz;
-    cfg.sharedMemBytes = shmem;
-    cfg.hStream = stream;
-    cfg.attrs = attrs;
-    cfg.numAttrs = nattrs;
-    return cuLaunchKernelEx(&cfg, f, params, NULL);
-}
-"""
-    + LAUNCH_TYPES
-    + r"""
-#define CC_STACK_PARAMS 512
-/* The three pointer-sized header words of a launch blob (see below). */
-#define CC_BLOB_HEADER (3 * sizeof(void *))
-/* The ``extra`` markers of cuLaunchKernel (cuda.h's CU_LAUNCH_PARAM_*). */
-#define CC_LAUNCH_PARAM_END ((void *)0x00)
-#define CC_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
-#define CC_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
-
-/* The launch hot path: one call per launch, with one argument so that the
-   call is as cheap as the interpreter allows.  ``blob`` starts with three
-   pointer-sized words -- the argument layout (kernel + offsets, prepared once
-   per kernel and argument types), the launch configuration (prepared once per
-   LaunchConfig, only read here, possibly shared between threads) and the
-   stream -- followed by the packed argument values; argument i starts at
-   ``blob + layout->offsets[i]``.  The driver copies the parameter values
-   before cuLaunchKernelEx returns, so the blob may be reused right after.
-   When ``layout->bufsize`` is not 0, the packed values after the header are
-   laid out exactly as the kernel's parameter buffer (checked when the layout
-   is made, against the offsets the driver reports) and are handed over as
-   one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER): one copy in the driver rather
-   than one per parameter, which is cheaper for kernels with many parameters. */
-CUresult cc_launch_blob(const char *blob) {
-    const cc_arg_layout *layout;
-    const cc_launch_cfg *cfg;
-    CUstream stream;
-    CUlaunchConfig c;
-    void *stack_params[CC_STACK_PARAMS];
-    void **params = NULL;
-    unsigned int i, nargs;
-    CUresult r;
-    memcpy(&layout, blob, sizeof(layout));
-    memcpy(&cfg, blob + sizeof(void *), sizeof(cfg));
-    memcpy(&stream, blob + 2 * sizeof(void *), sizeof(stream));
-    c.gridDimX = cfg->gridDimX; c.gridDimY = cfg->gridDimY; c.gridDimZ = cfg->gridDimZ;
-    c.blockDimX = cfg->blockDimX; c.blockDimY = cfg->blockDimY; c.blockDimZ = cfg->blockDimZ;
-    c.sharedMemBytes = cfg->sharedMemBytes;
-    c.hStream = stream;
-    c.attrs = (CUlaunchAttribute *)cfg->attrs;
-    c.numAttrs = cfg->numAttrs;
-    nargs = layout->nargs;
-    if (layout->bufsize != 0) {
-        size_t bufsize = layout->bufsize;
-        void *extra[5];
-        extra[0] = CC_LAUNCH_PARAM_BUFFER_POINTER;
-        extra[1] = (void *)(blob + CC_BLOB_HEADER);
-        extra[2] = CC_LAUNCH_PARAM_BUFFER_SIZE;
-        extra[3] = (void *)&bufsize;
-        extra[4] = CC_LAUNCH_PARAM_END;
-        return cuLaunchKernelEx(&c, layout->func, NULL, extra);
-    }
-    if (nargs > 0) {
-        if (nargs <= CC_STACK_PARAMS) {
-            params = stack_params;
-        } else {
-            params = (void **)malloc(sizeof(void *) * (size_t)nargs);
-            if (params == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        for (i = 0; i < nargs; i++) params[i] = (void *)(blob + layout->offsets[i]);
-    }
-    r = cuLaunchKernelEx(&c, layout->func, params, NULL);
-    if (params != NULL && params != stack_params) free(params);
-    return r;
-}
-
-/* Benchmark floor: ``count`` launches of a 1x1 grid from C, with a
-   prepared parameter array (cuLaunchKernel, or cuLaunchKernelEx when
-   ``use_ex``).  Returns the first failure. */
-CUresult cc_bench_launch_loop(CUfunction f, CUstream stream, void **params,
-                              unsigned int count, int use_ex) {
-    unsigned int i;
-    CUresult r = CUDA_SUCCESS;
-    CUlaunchConfig c;
-    c.gridDimX = c.gridDimY = c.gridDimZ = 1;
-    c.blockDimX = c.blockDimY = c.blockDimZ = 1;
-    c.sharedMemBytes = 0;
-    c.hStream = stream;
-    c.attrs = NULL;
-    c.numAttrs = 0;
-    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
-        if (use_ex)
-            r = cuLaunchKernelEx(&c, f, params, NULL);
-        else
-            r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL);
-    }
-    return r;
-}
-"""
-)
-
-# --------------------------------------------------------------------------
-# Memory: DLPack (v1.0 ABI) structs, the PyCapsule bridge and the pool
-# allocation fast path.  DLPack tensors travel in PyCapsule objects, which
-# only the Python C API can make or open (CPython has ctypes.pythonapi,
-# PyPy does not); these helpers do it in C on both interpreters.  They take
-# the GIL themselves (PyGILState_Ensure) and exchange objects with
-# cuda_core._memory._dlpack through its ``_bridge`` dict, keyed by a token.
-# This is the one place where the C layer touches Python objects.
-# --------------------------------------------------------------------------
-MEMORY_TYPES = r"""
-typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
-typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
-typedef struct {
-    void *data;
-    DLDevice device;
-    int32_t ndim;
-    DLDataType dtype;
-    int64_t *shape;
-    int64_t *strides;
-    uint64_t byte_offset;
-} DLTensor;
-typedef struct DLManagedTensor {
-    DLTensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensor *self);
-} DLManagedTensor;
-typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
-typedef struct DLManagedTensorVersioned {
-    DLPackVersion version;
-    void *manager_ctx;
-    void (*deleter)(struct DLManagedTensorVersioned *self);
-    uint64_t flags;
-    DLTensor dl_tensor;
-} DLManagedTensorVersioned;
-"""
-
-MEMORY_CDEF = (
-    MEMORY_TYPES
-    + r"""
-#define CC_STREAM_CAPTURING 2147418115
-int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,
-                     int32_t device_id, int32_t ndim, uint8_t code, uint8_t bits,
-                     uint16_t lanes, const int64_t *shape, const int64_t *strides,
-                     uint64_t flags);
-void *cc_dlpack_take(long long token, int *versioned);
-void cc_dlpack_release(void *tensor, int versioned);
-intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream);
-CUresult cc_pool_alloc_status(void);
-"""
-)
-
-MEMORY_SOURCE = r"""
-#include <Python.h>
-#include <stdlib.h>
-
-#define CC_STREAM_CAPTURING 2147418115
-#define CC_DLPACK_BRIDGE_MODULE "cuda_core._memory._dlpack"
-#define CC_DLPACK_BRIDGE_ATTR "_bridge"
-
-/* The bridge dict of cuda_core._memory._dlpack (strong reference, kept). */
-static PyObject *cc_dlpack_bridge_dict = NULL;
-
-static PyObject *cc_dlpack_bridge(void) {   /* GIL held */
-    PyObject *mod, *d;
-    if (cc_dlpack_bridge_dict != NULL) return cc_dlpack_bridge_dict;
-    mod = PyImport_ImportModule(CC_DLPACK_BRIDGE_MODULE);
-    if (mod == NULL) return NULL;
-    d = PyObject_GetAttrString(mod, CC_DLPACK_BRIDGE_ATTR);
-    Py_DECREF(mod);
-    if (d == NULL) return NULL;
-    if (!PyDict_Check(d)) { Py_DECREF(d); return NULL; }
-    cc_dlpack_bridge_dict = d;
-    return d;
-}
-
-static void cc_dlpack_drop_owner(void *owner) {
-    PyGILState_STATE st;
-    PyObject *type, *value, *tb;
-    if (owner == NULL || !Py_IsInitialized()) return;   /* leak at exit */
-    st = PyGILState_Ensure();
-    PyErr_Fetch(&type, &value, &tb);
-    Py_DECREF((PyObject *)owner);
-    PyErr_Restore(type, value, tb);
-    PyGILState_Release(st);
-}
-
-static void cc_dlpack_deleter(DLManagedTensor *self) {
-    if (self == NULL) return;
-    cc_dlpack_drop_owner(self->manager_ctx);
-    self->manager_ctx = NULL;
-    free(self);
-}
-
-static void cc_dlpack_deleter_versioned(DLManagedTensorVersioned *self) {
-    if (self == NULL) return;
-    cc_dlpack_drop_owner(self->manager_ctx);
-    self->manager_ctx = NULL;
-    free(self);
-}
-
-/* Destructor of an exported capsule: only an unconsumed tensor is ours. */
-static void cc_dlpack_capsule_destructor(PyObject *capsule) {
-    if (PyCapsule_IsValid(capsule, "dltensor")) {
-        DLManagedTensor *t = (DLManagedTensor *)PyCapsule_GetPointer(capsule, "dltensor");
-        if (t != NULL && t->deleter != NULL) t->deleter(t);
-    } else if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-        DLManagedTensorVersioned *t =
-            (DLManagedTensorVersioned *)PyCapsule_GetPointer(capsule, "dltensor_versioned");
-        if (t != NULL && t->deleter != NULL) t->deleter(t);
-    }
-}
-
-/* Replace bridge[token] (the owner to keep alive) by a new DLPack capsule. */
-int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,
-                     int32_t device_id, int32_t ndim, uint8_t code, uint8_t bits,
-                     uint16_t lanes, const int64_t *shape, const int64_t *strides,
-                     uint64_t flags) {
-    int rc = -1;
-    int32_t i;
-    size_t head = versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor);
-    PyObject *d, *key = NULL, *owner, *capsule = NULL;
-    void *block = NULL;
-    int64_t *dims;
-    DLTensor *t;
-    PyGILState_STATE st;
-    if (ndim < 0) return -1;
-    st = PyGILState_Ensure();
-    d = cc_dlpack_bridge();
-    if (d == NULL) goto out;
-    key = PyLong_FromLongLong(token);
-    if (key == NULL) goto out;
-    owner = PyDict_GetItem(d, key);   /* borrowed */
-    if (owner == NULL) goto out;
-    block = calloc(1, head + 2 * (size_t)ndim * sizeof(int64_t));
-    if (block == NULL) goto out;
-    dims = (int64_t *)((char *)block + head);
-    for (i = 0; i < ndim; i++) {
-        dims[i] = shape[i];
-        dims[ndim + i] = strides[i];
-    }
-    if (versioned) {
-        DLManagedTensorVersioned *v = (DLManagedTensorVersioned *)block;
-        v->version.major = 1;
-        v->version.minor = 0;
-        v->manager_ctx = owner;
-        v->deleter = cc_dlpack_deleter_versioned;
-        v->flags = flags;
-        t = &v->dl_tensor;
-    } else {
-        DLManagedTensor *m = (DLManagedTensor *)block;
-        m->manager_ctx = owner;
-        m->deleter = cc_dlpack_deleter;
-        t = &m->dl_tensor;
-    }
-    t->data = data;
-    t->device.device_type = device_type;
-    t->device.device_id = device_id;
-    t->ndim = ndim;
-    t->dtype.code = code;
-    t->dtype.bits = bits;
-    t->dtype.lanes = lanes;
-    t->shape = ndim ? dims : NULL;
-    t->strides = ndim ? dims + ndim : NULL;
-    t->byte_offset = 0;
-    Py_INCREF(owner);
-    capsule = PyCapsule_New(block, versioned ? "dltensor_versioned" : "dltensor",
-                            cc_dlpack_capsule_destructor);
-    if (capsule == NULL) {
-        Py_DECREF(owner);
-        free(block);
-        goto out;
-    }
-    if (PyDict_SetItem(d, key, capsule) == 0) rc = 0;
-out:
-    Py_XDECREF(capsule);   /* on failure its destructor frees the tensor */
-    Py_XDECREF(key);
-    if (rc != 0) PyErr_Clear();
-    PyGILState_Release(st);
-    return rc;
-}
-
-/* Consume the capsule in bridge[token]: rename it "used_..." and return the
-   managed tensor (the caller must cc_dlpack_release it), or NULL. */
-void *cc_dlpack_take(long long token, int *versioned) {
-    void *p = NULL;
-    PyObject *d, *key, *capsule;
-    PyGILState_STATE st = PyGILState_Ensure();
-    d = cc_dlpack_bridge();
-    key = d != NULL ? PyLong_FromLongLong(token) : NULL;
-    capsule = key != NULL ? PyDict_GetItem(d, key) : NULL;   /* borrowed */
-    if (capsule != NULL) {
-        if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-            p = PyCapsule_GetPointer(capsule, "dltensor_versioned");
-            if (p != NULL && PyCapsule_SetName(capsule, "used_dltensor_versioned") != 0) p = NULL;
-            *versioned = 1;
-        } else if (PyCapsule_IsValid(capsule, "dltensor")) {
-            p = PyCapsule_GetPointer(capsule, "dltensor");
-            if (p != NULL && PyCapsule_SetName(capsule, "used_dltensor") != 0) p = NULL;
-            *versioned = 0;
-        }
-    }
-    Py_XDECREF(key);
-    PyErr_Clear();
-    PyGILState_Release(st);
-    return p;
-}
-
-/* Call the producer's deleter of a consumed tensor (with the GIL held). */
-void cc_dlpack_release(void *tensor, int versioned) {
-    PyGILState_STATE st;
-    if (tensor == NULL || !Py_IsInitialized()) return;
-    st = PyGILState_Ensure();
-    if (versioned) {
-        DLManagedTensorVersioned *t = (DLManagedTensorVersioned *)tensor;
-        if (t->deleter != NULL) t->deleter(t);
-    } else {
-        DLManagedTensor *t = (DLManagedTensor *)tensor;
-        if (t->deleter != NULL) t->deleter(t);
-    }
-    PyGILState_Release(st);
-}
-
-/* Stream-ordered pool allocation in one call: refuses a capturing stream.
-   Returns the pointer, or 0 with the status kept for cc_pool_alloc_status.
-   The address is returned as a signed word (like cc_last_handle's): PyPy
-   turns a signed 64-bit result into a machine-word int, but an unsigned one
-   into a big-integer object that is slower everywhere the address is used
-   next.  Device addresses are user-space addresses, below 2**63. */
-static __thread CUresult cc_pool_status;
-
-intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream) {
-    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUdeviceptr p = 0;
-    CUresult r = cuStreamIsCapturing(stream, &cs);
-    if (r == CUDA_SUCCESS && cs != CU_STREAM_CAPTURE_STATUS_NONE) r = (CUresult)CC_STREAM_CAPTURING;
-    if (r == CUDA_SUCCESS) r = cuMemAllocFromPoolAsync(&p, size, pool, stream);
-    if (r != CUDA_SUCCESS) p = 0;
-    cc_pool_status = r;
-    return (intptr_t)p;
-}
-
-CUresult cc_pool_alloc_status(void) { return cc_pool_status; }
-
-/* Benchmark floor: ``count`` pool allocations (the capture check, allocate,
-   free) from C.  Returns the first failure. */
-CUresult cc_bench_pool_loop(CUmemoryPool pool, CUstream stream, size_t size, unsigned int count) {
-    unsigned int i;
-    CUresult r = CUDA_SUCCESS;
-    CUdeviceptr p;
-    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
-        p = cc_pool_alloc(size, pool, stream);
-        if (p == 0) return cc_pool_alloc_status();
-        r = cuMemFreeAsync(p, stream);
-    }
-    return r;
-}
-"""
-
-
-# --------------------------------------------------------------------------
-# Streams and events: create one in a given context in a single call (the
-# context is pushed only when it is not already current, and popped again),
-# so Device.create_stream / create_event / Stream.record cost one call into
-# the extension.  ctx NULL means "the current context".
-# --------------------------------------------------------------------------
-STREAM_CDEF = r"""
-CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out);
-CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out);
-CUevent cc_event_new(CUcontext ctx, unsigned int flags);
-CUevent cc_event_new_untimed(CUcontext ctx);
-CUstream cc_stream_new(CUcontext ctx);
-intptr_t cc_last_handle(void);
-CUresult cc_status(void);
-int cc_current_device(void);
-CUresult cc_bench_event_loop(CUstream stream, unsigned int count);
-CUresult cc_bench_stream_loop(int priority, unsigned int count);
-CUresult cc_bench_pool_loop(CUmemoryPool pool, CUstream stream, size_t size, unsigned int count);
-"""
-
-STREAM_SOURCE = r"""
-static CUresult cc_enter_ctx(CUcontext ctx, int *pushed) {
-    CUcontext cur = NULL;
-    CUresult r;
-    *pushed = 0;
-    if (ctx == NULL) return CUDA_SUCCESS;
-    r = cuCtxGetCurrent(&cur);
-    if (r != CUDA_SUCCESS || cur == ctx) return r;
-    r = cuCtxPushCurrent(ctx);
-    if (r == CUDA_SUCCESS) *pushed = 1;
-    return r;
-}
-
-static CUresult cc_leave_ctx(int pushed) {
-    CUcontext popped;
-    return pushed ? cuCtxPopCurrent(&popped) : CUDA_SUCCESS;
-}
-
-CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out) {
-    int pushed;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
-    if (r != CUDA_SUCCESS) return r;
-    r = cuStreamCreateWithPriority(out, flags, priority);
-    r2 = cc_leave_ctx(pushed);
-    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-        cuStreamDestroy(*out);
-        r = r2;
-    }
-    return r;
-}
-
-CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out) {
-    int pushed;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
-    if (r != CUDA_SUCCESS) return r;
-    r = cuEventCreate(out, flags);
-    r2 = cc_leave_ctx(pushed);
-    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-        cuEventDestroy(*out);
-        r = r2;
-    }
-    return r;
-}
-
-/* Single-result form of cc_event_create for the hot path: the new handle is
-   the return value (NULL on failure, with the status kept for cc_status on
-   the calling thread), so Python needs no output buffer. */
-static __thread CUresult cc_last_status;
-
-CUevent cc_event_new(CUcontext ctx, unsigned int flags) {
-    CUevent e = NULL;
-    CUresult r = cc_event_create(ctx, flags, &e);
-    cc_last_status = r;
-    return r == CUDA_SUCCESS ? e : NULL;
-}
-
-/* cc_event_new for the default options (timing disabled).  One argument:
-   on CPython cffi passes a single argument without building a tuple, which
-   makes this call markedly cheaper than the two-argument form. */
-CUevent cc_event_new_untimed(CUcontext ctx) {
-    return cc_event_new(ctx, CU_EVENT_DISABLE_TIMING);
-}
-
-/* Device.create_stream() with default options, in one single-argument call:
-   a non-blocking stream of the lowest priority of ctx's device (queried each
-   time, as the priority range belongs to the device).  Returns NULL on
-   failure, with the status kept for cc_status; the handle's integer value is
-   kept for cc_last_handle (a cheaper way for Python to get both forms than
-   converting the pointer), as a signed word for the reason given at
-   cc_pool_alloc. */
-static __thread intptr_t cc_last_handle_value;
-
-CUstream cc_stream_new(CUcontext ctx) {
-    int pushed, least = 0, greatest = 0;
-    CUstream s = NULL;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
-    if (r == CUDA_SUCCESS) {
-        r = cuCtxGetStreamPriorityRange(&least, &greatest);
-        if (r == CUDA_SUCCESS) r = cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, least);
-        r2 = cc_leave_ctx(pushed);
-        if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-            cuStreamDestroy(s);
-            r = r2;
-        }
-    }
-    if (r != CUDA_SUCCESS) s = NULL;
-    cc_last_status = r;
-    cc_last_handle_value = (intptr_t)s;
-    return s;
-}
-
-/* The integer value of the calling thread's last cc_stream_new result. */
-intptr_t cc_last_handle(void) { return cc_last_handle_value; }
-
-/* The status of the calling thread's last cc_event_new, cc_event_new_untimed
-   or cc_stream_new. */
-CUresult cc_status(void) { return cc_last_status; }
-
-/* Benchmark floors: the driver calls behind one event cycle (create, record,
-   sync, destroy) and one stream cycle (create, destroy), ``count`` times
-   from C in the current context (cc_bench_pool_loop does the same for pool
-   allocations).  Each returns the first failure. */
-CUresult cc_bench_event_loop(CUstream stream, unsigned int count) {
-    unsigned int i;
-    CUresult r = CUDA_SUCCESS, r2;
-    CUevent e;
-    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
-        r = cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
-        if (r != CUDA_SUCCESS) break;
-        r = cuEventRecord(e, stream);
-        if (r == CUDA_SUCCESS) r = cuEventSynchronize(e);
-        r2 = cuEventDestroy(e);
-        if (r == CUDA_SUCCESS) r = r2;
-    }
-    return r;
-}
-
-CUresult cc_bench_stream_loop(int priority, unsigned int count) {
-    unsigned int i;
-    CUresult r = CUDA_SUCCESS;
-    CUstream s;
-    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
-        r = cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, priority);
-        if (r == CUDA_SUCCESS) r = cuStreamDestroy(s);
-    }
-    return r;
-}
-
-/* The ordinal of the current context's device, or -1 when there is none or
-   the driver cannot say (the caller then takes its checked path). */
-int cc_current_device(void) {
-    CUdevice d = 0;
-    return cuCtxGetDevice(&d) == CUDA_SUCCESS ? (int)d : -1;
-}
-"""
-
-
-# --------------------------------------------------------------------------
-# Helpers implemented in C: library loading, missing-symbol reports, and the
-# Python host-callback trampoline used by graphs.
-# --------------------------------------------------------------------------
-HELPER_CDEF = r"""
-#define CC_LIB_DRIVER 0
-#define CC_LIB_NVRTC 1
-#define CC_LIB_NVJITLINK 2
-#define CC_LIB_NVVM 3
-#define CC_LIB_NOT_LOADED 2147418113
-#define CC_MISSING_SYMBOL 2147418114
-#define CC_DRIVER_FORKED 3
-int cc_load_library(int which, const char *path);
-int cc_library_state(int which);
-const char *cc_library_error(int which);
-int cc_library_path(int which, char *buf, size_t len);
-const char *cc_take_missing(int *version);
-extern "Python" void cc_host_callback(void *userData);
-void cc_user_object_release(void *token);
-size_t cc_take_released(unsigned long long *out, size_t max);
-size_t cc_released_pending(void);
-"""
-
-HELPER_SOURCE = r"""
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-/* Graph attachments.  A CUDA user object's destructor runs on a driver
-   thread where neither CUDA nor Python may be called: it only queues its
-   token here, and cuda_core.graph drains the queue from Python (dropping the
-   objects the token kept alive) at its next safe point.  A failed realloc
-   leaks the token (its objects stay alive) rather than losing track of it. */
-static pthread_mutex_t cc_released_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long *cc_released_buf;
-static size_t cc_released_len, cc_released_cap;
-
-void cc_user_object_release(void *token) {
-    pthread_mutex_lock(&cc_released_lock);
-    if (cc_released_len == cc_released_cap) {
-        size_t cap = cc_released_cap ? 2 * cc_released_cap : 64;
-        unsigned long long *p = (unsigned long long *)realloc(cc_released_buf, cap * sizeof *p);
-        if (p == NULL) {
-            pthread_mutex_unlock(&cc_released_lock);
-            return;
-        }
-        cc_released_buf = p;
-        cc_released_cap = cap;
-    }
-    cc_released_buf[cc_released_len] = (unsigned long long)(uintptr_t)token;
-    __atomic_store_n(&cc_released_len, cc_released_len + 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&cc_released_lock);
-}
-
-size_t cc_take_released(unsigned long long *out, size_t max) {
-    size_t n;
-    pthread_mutex_lock(&cc_released_lock);
-    n = cc_released_len < max ? cc_released_len : max;
-    if (n) memcpy(out, cc_released_buf + (cc_released_len - n), n * sizeof *out);
-    __atomic_store_n(&cc_released_len, cc_released_len - n, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&cc_released_lock);
-    return n;
-}
-
-size_t cc_released_pending(void) {
-    return __atomic_load_n(&cc_released_len, __ATOMIC_ACQUIRE);
-}
-
-#define CC_NLIBS 4
-typedef struct {
-    void *handle;
-    int state;              /* 0 untried, 1 loaded, 2 failed (driver only),
-                               3 CC_DRIVER_FORKED (driver only: see below) */
-    char error[1024];
-    pthread_mutex_t lock;
-} cc_lib_t;
-static cc_lib_t cc_libs[CC_NLIBS] = {
-    {NULL, 0, "", PTHREAD_MUTEX_INITIALIZER}, {NULL, 0, "", PTHREAD_MUTEX_INITIALIZER},
-    {NULL, 0, "", PTHREAD_MUTEX_INITIALIZER}, {NULL, 0, "", PTHREAD_MUTEX_INITIALIZER},
-};
-
-static __thread const char *cc_missing_name;
-static __thread int cc_missing_version;
-
-static int cc_note_missing(const char *name, int version, int status) {
-    cc_missing_name = name;
-    cc_missing_version = version;
-    return status;
-}
-
-const char *cc_take_missing(int *version) {
-    const char *name = cc_missing_name;
-    *version = cc_missing_version;
-    cc_missing_name = NULL;
-    cc_missing_version = 0;
-    return name;
-}
-
-int cc_library_state(int which) {
-    if (which < 0 || which >= CC_NLIBS) return -1;
-    return __atomic_load_n(&cc_libs[which].state, __ATOMIC_ACQUIRE);
-}
-
-const char *cc_library_error(int which) {
-    if (which < 0 || which >= CC_NLIBS) return "no such library index";
-    return cc_libs[which].error;
-}
-
-typedef CUresult (*cc_getproc_v2_t)(const char *, void **, int, cuuint64_t,
-                                    CUdriverProcAddressQueryResult *);
-typedef CUresult (*cc_getproc_v1_t)(const char *, void **, int, cuuint64_t);
-static cc_getproc_v2_t cc_getproc_v2;
-static cc_getproc_v1_t cc_getproc_v1;
-
-/* Resolve one driver entry point: exported versioned names by dlsym, the
-   rest through cuGetProcAddress with the ABI version the cdef follows. */
-static void *cc_driver_symbol(const char *name, int version, int exact) {
-    void *p = NULL;
-    if (exact) return dlsym(cc_libs[CC_LIB_DRIVER].handle, name);
-    if (cc_getproc_v2 != NULL) {
-        CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
-        if (cc_getproc_v2(name, &p, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q) != CUDA_SUCCESS
-            || q != CU_GET_PROC_ADDRESS_SUCCESS)
-            p = NULL;
-    } else if (cc_getproc_v1 != NULL) {
-        if (cc_getproc_v1(name, &p, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM) != CUDA_SUCCESS)
-            p = NULL;
-    }
-    return p;
-}
-
-static void cc_resolve_driver(void);
-static void cc_forget_driver(void);
-static void cc_resolve_nvrtc(void *h);
-static void cc_resolve_nvjitlink(void *h);
-static void cc_resolve_nvvm(void *h);
-
-/* Fork safety.  A child created by fork() after its parent loaded the driver
-   cannot use CUDA, and the driver does not always say so (some calls return
-   success there).  When the driver is loaded, a pthread_atfork child handler
-   is registered (once); in the child it sets the driver's state to
-   CC_DRIVER_FORKED and clears every driver entry point, so each wrapper takes
-   its (already present) NULL-pointer slow path, which returns
-   CUDA_ERROR_NOT_INITIALIZED in that state: no cost on the fast path.  The
-   prepare/parent handlers hold the loader locks across fork() so that the
-   child never inherits one locked by another thread. */
-static void cc_atfork_prepare(void) {
-    int i;
-    for (i = 0; i < CC_NLIBS; i++) pthread_mutex_lock(&cc_libs[i].lock);
-    pthread_mutex_lock(&cc_released_lock);
-}
-
-static void cc_atfork_parent(void) {
-    int i;
-    pthread_mutex_unlock(&cc_released_lock);
-    for (i = CC_NLIBS - 1; i >= 0; i--) pthread_mutex_unlock(&cc_libs[i].lock);
-}
-
-static const char cc_forked_message[] =
-    "this process was created by fork() after its parent loaded the CUDA driver, "
-    "and CUDA cannot be used in such a child";
-
-static void cc_atfork_child(void) {
-    int i;
-    if (cc_libs[CC_LIB_DRIVER].state == 1) {
-        cc_forget_driver();
-        cc_getproc_v2 = NULL;
-        cc_getproc_v1 = NULL;
-        memcpy(cc_libs[CC_LIB_DRIVER].error, cc_forked_message, sizeof(cc_forked_message));
-        __atomic_store_n(&cc_libs[CC_LIB_DRIVER].state, CC_DRIVER_FORKED, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&cc_released_lock);
-    for (i = CC_NLIBS - 1; i >= 0; i--) pthread_mutex_unlock(&cc_libs[i].lock);
-}
-
-static int cc_atfork_registered;   /* guarded by the driver's lock */
-
-int cc_load_library(int which, const char *path) {
-    cc_lib_t *lib;
-    void *h;
-    int rc = 0;
-    if (which < 0 || which >= CC_NLIBS) return -1;
-    lib = &cc_libs[which];
-    pthread_mutex_lock(&lib->lock);
-    if (lib->state == 1) goto done;
-    if (which == CC_LIB_DRIVER && (lib->state == 2 || lib->state == CC_DRIVER_FORKED)) {
-        rc = -1;
-        goto done;
-    }
-    if (path == NULL) path = "libcuda.so.1";
-    dlerror();
-    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-        const char *e = dlerror();
-        snprintf(lib->error, sizeof(lib->error), "dlopen(\"%s\") failed: %s", path,
-                 e ? e : "unknown error");
-        if (which == CC_LIB_DRIVER) __atomic_store_n(&lib->state, 2, __ATOMIC_RELEASE);
-        rc = -1;
-        goto done;
-    }
-    lib->handle = h;
-    switch (which) {
-    case CC_LIB_DRIVER:
-        cc_getproc_v2 = (cc_getproc_v2_t)dlsym(h, "cuGetProcAddress_v2");
-        cc_getproc_v1 = (cc_getproc_v1_t)dlsym(h, "cuGetProcAddress");
-        if (cc_getproc_v2 == NULL && cc_getproc_v1 == NULL) {
-            snprintf(lib->error, sizeof(lib->error),
-                     "%s has no cuGetProcAddress: the CUDA driver is too old (need 11.3 or newer)",
-                     path);
-            __atomic_store_n(&lib->state, 2, __ATOMIC_RELEASE);
-            rc = -1;
-            goto done;
-        }
-        cc_resolve_driver();
-        if (!cc_atfork_registered
-            && pthread_atfork(cc_atfork_prepare, cc_atfork_parent, cc_atfork_child) == 0)
-            cc_atfork_registered = 1;
-        break;
-    case CC_LIB_NVRTC: cc_resolve_nvrtc(h); break;
-    case CC_LIB_NVJITLINK: cc_resolve_nvjitlink(h); break;
-    default: cc_resolve_nvvm(h); break;
-    }
-    lib->error[0] = '\0';
-    __atomic_store_n(&lib->state, 1, __ATOMIC_RELEASE);
-done:
-    pthread_mutex_unlock(&lib->lock);
-    return rc;
-}
-
-/* 0: the driver is loaded; 1: forked child (CC_DRIVER_FORKED); -1: not loadable. */
-static int cc_driver_autoload(void) {
-    int s = __atomic_load_n(&cc_libs[CC_LIB_DRIVER].state, __ATOMIC_ACQUIRE);
-    if (s == 1) return 0;
-    if (s == CC_DRIVER_FORKED) return 1;
-    if (s == 2) return -1;
-    return cc_load_library(CC_LIB_DRIVER, NULL);
-}
-
-int cc_library_path(int which, char *buf, size_t len) {
-    Dl_info info;
-    void *probe = NULL;
-    if (len == 0 || cc_library_state(which) != 1) return -1;
-    switch (which) {
-    case CC_LIB_DRIVER: probe = dlsym(cc_libs[which].handle, "cuInit"); break;
-    case CC_LIB_NVRTC: probe = dlsym(cc_libs[which].handle, "nvrtcVersion"); break;
-    case CC_LIB_NVJITLINK: probe = dlsym(cc_libs[which].handle, "nvJitLinkVersion"); break;
-    default: probe = dlsym(cc_libs[which].handle, "nvvmVersion"); break;
-    }
-    if (probe == NULL || dladdr(probe, &info) == 0 || info.dli_fname == NULL) return -1;
-    snprintf(buf, len, "%s", info.dli_fname);
-    return 0;
-}
-"""
-
-
-# --------------------------------------------------------------------------
-# Code generation: cdef prototypes + C wrappers calling through pointers.
-# --------------------------------------------------------------------------
-_PROTO = re.compile(r"^(?:@(\d+)\s+)?(.+?)\b(\w+)\s*\((.*)\)\s*;$")
-
-
-# --------------------------------------------------------------------------
-# errno.  Around every call, cffi's CPython wrappers restore the C errno
-# before and save it after (for ``ffi.errno``).  The driver, NVRTC,
-# nvJitLink and NVVM report failures through their return codes only, and
-# cuda_core never reads ``ffi.errno``, so those two steps -- about 10 ns of a
-# 60-70 ns call -- are compiled out.  The GIL is still released around every
-# call.  Guarded: where cffi does not define them as macros, nothing changes.
-# (PyPy calls the functions directly and is not affected.)
-# --------------------------------------------------------------------------
-NO_ERRNO_SOURCE = r"""
-#if defined(_cffi_restore_errno) && defined(_cffi_save_errno)
-#  undef _cffi_restore_errno
-#  undef _cffi_save_errno
-#  define _cffi_restore_errno() ((void)0)
-#  define _cffi_save_errno() ((void)0)
-#endif
-"""
-
-
-def _parse(block):
-    """Yield (version, restype, name, params, argnames) for each prototype."""
-    for line in block.strip().splitlines():
-        line = line.strip()
-        if not line:
+TYPE_FILES = ("driver_types.h", "driver_enums.h", "driver_structs.h")
+HELPER_FILES = ("dlpack.h", "cuda_core.h")
+BENCH_FILE = "bench.h"
+SOURCES_BEFORE = ("user_objects.c", "loader.c")
+SOURCES_AFTER = ("launch.c", "streams.c", "memory.c")
+BENCH_SOURCE = "bench.c"
+LAST_SOURCE = "no_errno.c"
+BENCH_ENV = "CUDA_CORE_BUILD_BENCH"
+
+Prototype = namedtuple("Prototype", "restype name params argnames version python")
+Declarations = namedtuple("Declarations", "types prototypes")
+
+_ABI = re.compile(r";[ \t]*/\*\s*abi\s+(\d+)\s*\*/")
+_PYTHON = re.compile(r';[ \t]*/\*\s*cffi:\s*extern\s+"Python"\s*\*/')
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_PROTO = re.compile(r"(.+?)\b(\w+)\s*\((.*)\)\s*(?:@abi:(\d+)|(@python))?\s*;", re.S)
+_NOT_PROTO = ("typedef", "struct", "union", "enum", "#")
+
+
+def declaration_files(bench=False):
+    """Return every declaration file name, in the order the builder reads them."""
+    names = TYPE_FILES + tuple(lib.header for lib in LIBRARIES) + HELPER_FILES
+    return names + ((BENCH_FILE,) if bench else ())
+
+
+def read_declarations(filename):
+    """Split ``cffi_src/cdefs/<filename>`` into type declarations and prototypes."""
+    with open(os.path.join(SRC, "cdefs", filename)) as f:
+        text = f.read()
+    text = _PYTHON.sub(" @python;", _ABI.sub(r" @abi:\1;", text))
+    text = _COMMENT.sub("", text)
+    types, prototypes, stmt, depth = [], [], "", 0
+    for line in text.splitlines():
+        if not stmt.strip() and line.lstrip().startswith("#"):
+            types.append(line.strip())
             continue
-        m = _PROTO.match(line)
-        if m is None:
-            raise ValueError(f"cannot parse prototype: {line}")
-        version, restype, name, params = m.groups()
-        params = params.strip()
+        stmt += line + "\n"
+        depth += line.count("{") - line.count("}")
+        if depth != 0 or not stmt.rstrip().endswith(";"):
+            continue
+        s, stmt = stmt.strip(), ""
+        m = _PROTO.fullmatch(s)
+        if m is None or s.startswith(_NOT_PROTO):
+            if "@abi:" in s or "@python" in s:
+                raise ValueError(f"{filename}: annotation on a non-prototype: {s[:80]}")
+            types.append(s)
+            continue
+        restype, name, params, version, python = m.groups()
+        params = " ".join(params.split())
         argnames = []
         if params and params != "void":
-            for p in params.split(","):
-                argnames.append(re.findall(r"\w+", p)[-1])
-        yield (int(version) if version else None, restype.strip(), name, params, argnames)
+            argnames = [re.findall(r"\w+", p)[-1] for p in params.split(",")]
+        prototypes.append(
+            Prototype(
+                " ".join(restype.split()),
+                name,
+                params,
+                argnames,
+                int(version) if version else None,
+                bool(python),
+            )
+        )
+    if stmt.strip():
+        raise ValueError(f"{filename}: unterminated declaration: {stmt.strip()[:80]}")
+    return Declarations("\n".join(types), prototypes)
 
 
-#: Status enums.  Functions returning one are declared to cffi as returning
-#: ``int`` (the C definitions keep the enum): the value Python gets is the
-#: same int, but cffi converts an ``int`` result directly, while an enum
-#: result goes through its generic conversion (about 7 ns more per call on
-#: CPython).
-_STATUS_TYPES = ("CUresult", "nvrtcResult", "nvJitLinkResult", "nvvmResult")
+def driver_entry_points():
+    """Return the driver's prototypes, each with its ``cuGetProcAddress`` version."""
+    return read_declarations(LIBRARIES[0].header).prototypes
 
 
-def _cdef_restype(restype):
-    return "int" if restype in _STATUS_TYPES else restype
+def _read_source(filename):
+    with open(os.path.join(SRC, "csrc", filename)) as f:
+        return f.read()
 
 
-def _status_as_int(cdef):
-    """Return the ``cc_*`` helper cdef with status-returning prototypes declared as int."""
-    out = []
-    for line in cdef.splitlines():
-        restype, _, rest = line.partition(" ")
-        if "(" in rest:
-            line = f"{_cdef_restype(restype)} {rest}"
-        out.append(line)
-    return "\n".join(out)
+def _cdef_line(proto, status_types):
+    restype = "int" if proto.restype in status_types else proto.restype
+    extern = 'extern "Python" ' if proto.python else ""
+    return f"{extern}{restype} {proto.name}({proto.params});"
 
 
-def _wrappers(block, lib_index, missing_status, resolver, driver=False):
-    """Return (cdef, C source) for one library's function table."""
-    cdef, src, resolve, forget = [], [], [], []
-    for version, restype, name, params, argnames in _parse(block):
-        cdef.append(f"{_cdef_restype(restype)} {name}({params});")
+def _wrappers(library, prototypes):
+    """Return the C source of one library's wrappers and resolver."""
+    driver = library.index == 0
+    src, resolve, forget = [], [], []
+    for p in prototypes:
+        if driver and p.version is None:
+            raise ValueError(f"{library.header}: {p.name} has no /* abi NNNNN */ annotation")
+        restype, name = p.restype, p.name
         pfn = f"cc_pfn_{name}"
-        src.append(f"typedef {restype} (*{pfn})({params});")
+        src.append(f"typedef {restype} (*{pfn})({p.params});")
         src.append(f"static {pfn} cc_p_{name};")
-        call = f"cc_p_{name}({', '.join(argnames)})"
         if restype.endswith("*"):
             on_missing = "return NULL;"
         elif driver:
-            ver = version or DEFAULT_DRIVER_VERSION
             on_missing = (
                 "int a = cc_driver_autoload();\n"
                 f"        if (a != 0) return ({restype})(a > 0 ? CUDA_ERROR_NOT_INITIALIZED"
                 " : CC_LIB_NOT_LOADED);\n"
                 f"        if (cc_p_{name} == NULL) return ({restype})cc_note_missing("
-                f'"{name}", {ver}, CUDA_ERROR_NOT_SUPPORTED);'
+                f'"{name}", {p.version}, {library.missing_status});'
             )
         else:
             on_missing = (
-                f"if (cc_library_state({lib_index}) != 1) return ({restype})CC_LIB_NOT_LOADED;\n"
-                f'        return ({restype})cc_note_missing("{name}", 0, {missing_status});'
+                f"if (cc_library_state({library.index}) != 1) return ({restype})CC_LIB_NOT_LOADED;\n"
+                f'        return ({restype})cc_note_missing("{name}", 0, {library.missing_status});'
             )
         src.append(
-            f"static {restype} {name}({params}) {{\n"
+            f"static {restype} {name}({p.params}) {{\n"
             f"    if (__builtin_expect(cc_p_{name} == NULL, 0)) {{\n        {on_missing}\n    }}\n"
-            f"    return {call};\n}}"
+            f"    return cc_p_{name}({', '.join(p.argnames)});\n}}"
         )
         if driver:
             exact = 1 if re.search(r"_v\d+$", name) else 0
-            ver = version or DEFAULT_DRIVER_VERSION
-            resolve.append(f'    cc_p_{name} = ({pfn})cc_driver_symbol("{name}", {ver}, {exact});')
+            resolve.append(
+                f'    cc_p_{name} = ({pfn})cc_driver_symbol("{name}", {p.version}, {exact});'
+            )
             forget.append(f"    cc_p_{name} = NULL;")
         else:
             resolve.append(f'    cc_p_{name} = ({pfn})dlsym(h, "{name}");')
     if driver:
-        src.append(f"static void {resolver}(void) {{\n" + "\n".join(resolve) + "\n}")
+        src.append(f"static void {library.resolver}(void) {{\n" + "\n".join(resolve) + "\n}")
         # Fork safety (see cc_atfork_child): every entry point back to NULL.
         src.append("static void cc_forget_driver(void) {\n" + "\n".join(forget) + "\n}")
     else:
-        src.append(f"static void {resolver}(void *h) {{\n" + "\n".join(resolve) + "\n}")
-    return "\n".join(cdef), "\n".join(src)
+        src.append(f"static void {library.resolver}(void *h) {{\n" + "\n".join(resolve) + "\n}")
+    return "\n".join(src)
 
 
-def _build():
+def _build(bench=None):
+    if bench is None:
+        bench = os.environ.get(BENCH_ENV, "") not in ("", "0")
+    assert [lib.index for lib in LIBRARIES] == list(range(len(LIBRARIES)))
+    status_types = {lib.status_type for lib in LIBRARIES}
+    decls = {name: read_declarations(name) for name in declaration_files(bench)}
+    types = "\n".join(d.types for d in decls.values())
+    indices = "\n".join(f"#define CC_LIB_{lib.name.upper()} {lib.index}" for lib in LIBRARIES)
+    own = [
+        p
+        for name in HELPER_FILES + ((BENCH_FILE,) if bench else ())
+        for p in decls[name].prototypes
+    ]
+    library_protos = [p for lib in LIBRARIES for p in decls[lib.header].prototypes]
     ffi = cffi.FFI()
-    types = (
-        DRIVER_TYPES + DRIVER_ENUMS + DRIVER_STRUCTS + NVRTC_TYPES + NVJITLINK_TYPES + NVVM_TYPES
-    )
-    drv_cdef, drv_src = _wrappers(
-        DRIVER_FUNCTIONS, 0, "CUDA_ERROR_NOT_SUPPORTED", "cc_resolve_driver", driver=True
-    )
-    rtc_cdef, rtc_src = _wrappers(NVRTC_FUNCTIONS, 1, "CC_MISSING_SYMBOL", "cc_resolve_nvrtc")
-    jit_cdef, jit_src = _wrappers(
-        NVJITLINK_FUNCTIONS, 2, "CC_MISSING_SYMBOL", "cc_resolve_nvjitlink"
-    )
-    vm_cdef, vm_src = _wrappers(NVVM_FUNCTIONS, 3, "CC_MISSING_SYMBOL", "cc_resolve_nvvm")
     ffi.cdef(
-        types
-        + _status_as_int(HELPER_CDEF)
-        + drv_cdef
-        + rtc_cdef
-        + jit_cdef
-        + vm_cdef
-        + _status_as_int(LAUNCH_CDEF)
-        + _status_as_int(MEMORY_CDEF)
-        + _status_as_int(STREAM_CDEF)
+        "\n".join([types, indices] + [_cdef_line(p, status_types) for p in own + library_protos])
     )
-    helper_defs = "\n".join(line for line in HELPER_CDEF.splitlines() if line.startswith("#define"))
-    source = "\n".join(
-        [
-            "#include <stdint.h>",
-            "#include <stddef.h>",
-            types,
-            helper_defs,
-            HELPER_SOURCE,
-            drv_src,
-            rtc_src,
-            jit_src,
-            vm_src,
-            LAUNCH_SOURCE,
-            STREAM_SOURCE,
-            MEMORY_TYPES,
-            MEMORY_SOURCE,
-            NO_ERRNO_SOURCE,
+    dispatch = "".join(
+        f"    case {lib.index}: {lib.resolver}(h); break;\n" for lib in LIBRARIES[1:]
+    )
+    sources = (
+        ["#include <stdint.h>", "#include <stddef.h>", types, indices]
+        + [f"#define CC_NLIBS {len(LIBRARIES)}"]
+        + [_read_source(name) for name in SOURCES_BEFORE]
+        + [_wrappers(lib, decls[lib.header].prototypes) for lib in LIBRARIES]
+        + [
+            "static void cc_resolve_library(int which, void *h) {\n"
+            f"    switch (which) {{\n{dispatch}    default: break;\n    }}\n}}"
         ]
+        + [_read_source(name) for name in SOURCES_AFTER]
+        + ([_read_source(BENCH_SOURCE)] if bench else [])
+        + [_read_source(LAST_SOURCE)]
     )
     ffi.set_source(
         "cuda_core._cuda_ffi",
-        source,
+        "\n".join(sources),
         libraries=["dl", "pthread"],
         define_macros=[("_GNU_SOURCE", "1")],
         extra_compile_args=["-O2", "-Wno-unused-function"],

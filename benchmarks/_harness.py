@@ -116,6 +116,25 @@ def optional_import(name):
     return module
 
 
+def c_floor_loops(benchmark, *names):
+    """Return ``lib``'s ``cc_bench_*`` C loops ``names``, or None when not built.
+
+    The loops that time the "C floor" are compiled into the extension only
+    when it is built with ``CUDA_CORE_BUILD_BENCH=1`` (see the README); without
+    them the benchmark says so and leaves the C floor rows out.
+    """
+    from cuda_core._cuda_ffi import lib
+
+    loops = [getattr(lib, name, None) for name in names]
+    if any(loop is None for loop in loops):
+        print(
+            f"{benchmark}: C floor skipped (the extension was built without its benchmark "
+            "loops; rebuild with CUDA_CORE_BUILD_BENCH=1)"
+        )
+        return None
+    return loops
+
+
 def gpu_reason():
     """Return None when a CUDA GPU is usable through cuda_core, else why not."""
     from cuda_core._cuda_ffi import ffi, lib

@@ -7,7 +7,9 @@ cuda_core and, where importable in this interpreter, NVIDIA's ``cuda.core``
 and CuPy, in the same process; ratios ours/theirs are printed (goal: <= 1.0
 against cuda.core on CPython).  The stream and event cycles are also timed as
 the bare driver calls from a C loop ("C floor"), so that each library's own
-overhead is the difference.  Without a GPU the script says so and exits 0.
+overhead is the difference (only when the extension is built with
+``CUDA_CORE_BUILD_BENCH=1``; otherwise those rows are left out).  Without a
+GPU the script says so and exits 0.
 
 Run: ``python benchmarks/bench_device.py``
 """
@@ -24,7 +26,15 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import gpu_reason, interleaved, nvidia_core, optional_import, report, sampler  # noqa: E402
+from _harness import (  # noqa: E402
+    c_floor_loops,
+    gpu_reason,
+    interleaved,
+    nvidia_core,
+    optional_import,
+    report,
+    sampler,
+)
 
 BENCH = "device"
 
@@ -54,10 +64,17 @@ def _cases(core):
 
 
 def _cases_floor():
-    """The same driver calls made from a C loop (``cc_bench_*_loop``): no Python at all."""
+    """The same driver calls made from a C loop (``cc_bench_*_loop``): no Python at all.
+
+    Empty when the extension was built without those loops.
+    """
     import cuda_core
-    from cuda_core._cuda_ffi import lib
     from cuda_core._errors import check
+
+    loops = c_floor_loops(f"bench_{BENCH}", "cc_bench_stream_loop", "cc_bench_event_loop")
+    if loops is None:
+        return {}
+    stream_loop, event_loop = loops
 
     dev = cuda_core.Device(0)
     dev.set_current()
@@ -67,10 +84,10 @@ def _cases_floor():
     n = 1000
 
     def stream_cycle():
-        check(lib.cc_bench_stream_loop(least, n))
+        check(stream_loop(least, n))
 
     def event_cycle():
-        check(lib.cc_bench_event_loop(stream._handle, n))
+        check(event_loop(stream._handle, n))
 
     return {
         "stream create+close": (stream_cycle, n),

@@ -10,7 +10,9 @@ The C floor is a loop in C (``cc_bench_launch_loop``) calling
 ``cuLaunchKernel`` with a parameter array prepared once: what a launch costs
 without any Python.  It is measured with the ``CUkernel`` handle that
 cuda_core launches, and, for reference, with ``cuLaunchKernelEx`` and with the
-context's ``CUfunction``.
+context's ``CUfunction``.  The C loop is compiled into the extension only when
+it is built with ``CUDA_CORE_BUILD_BENCH=1``; otherwise the benchmark says so
+and leaves the C floor rows out.
 
 Methodology, identical for every implementation: launches are timed in
 batches of ``BATCH``; after each batch the stream is synchronized outside the
@@ -46,7 +48,7 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import IMPL, Timings, interleaved, nvidia_core, optional_import, report  # noqa: E402
+from _harness import IMPL, Timings, c_floor_loops, interleaved, nvidia_core, optional_import, report  # noqa: E402
 
 BATCH = 256
 WARMUP_BATCHES = 12  # also lets PyPy's JIT compile the launch loop
@@ -230,6 +232,8 @@ def main():
     from cuda_core._cuda_ffi import ffi, lib
     from cuda_core._errors import check
 
+    floor_loops = c_floor_loops("bench_launch", "cc_bench_launch_loop")
+    floor_labels = ["C floor", "C floor Ex", "C floor CUfunction"] if floor_loops else []
     dev = Device(0)
     dev.set_current()
     stream = dev.create_stream()
@@ -328,28 +332,29 @@ def main():
             dev.set_current()
 
         # C floor: a prepared parameter array, launched from a C loop.
-        if name == "small_kernel_512_doubles":
-            values = ffi.new("double[]", list(args) or [0.0])
-            width = 8
-        else:
-            values = ffi.new("unsigned long long[]", list(args) or [0])
-            width = 8
-        base = ffi.cast("char *", values)
-        params = ffi.new("void *[]", [base + width * i for i in range(len(args))] or [ffi.NULL])
-        c_params = params if args else ffi.NULL
-        c_kernel = ffi.cast("CUfunction", kernel._handle)
-        pfunc = ffi.new("CUfunction *")
-        check(lib.cuKernelGetFunction(pfunc, kernel._handle))
-        for label, func, use_ex in (
-            ("C floor", c_kernel, 0),
-            ("C floor Ex", c_kernel, 1),
-            ("C floor CUfunction", pfunc[0], 0),
-        ):
+        if floor_loops:
+            if name == "small_kernel_512_doubles":
+                values = ffi.new("double[]", list(args) or [0.0])
+                width = 8
+            else:
+                values = ffi.new("unsigned long long[]", list(args) or [0])
+                width = 8
+            base = ffi.cast("char *", values)
+            params = ffi.new("void *[]", [base + width * i for i in range(len(args))] or [ffi.NULL])
+            c_params = params if args else ffi.NULL
+            c_kernel = ffi.cast("CUfunction", kernel._handle)
+            pfunc = ffi.new("CUfunction *")
+            check(lib.cuKernelGetFunction(pfunc, kernel._handle))
+            for label, func, use_ex in (
+                ("C floor", c_kernel, 0),
+                ("C floor Ex", c_kernel, 1),
+                ("C floor CUfunction", pfunc[0], 0),
+            ):
 
-            def floor(n, func=func, use_ex=use_ex, c_params=c_params):
-                check(lib.cc_bench_launch_loop(func, c_stream, c_params, n, use_ex))
+                def floor(n, func=func, use_ex=use_ex, c_params=c_params):
+                    check(floor_loops[0](func, c_stream, c_params, n, use_ex))
 
-            samplers[label] = launch_sampler(floor, stream.sync, ours_current)
+                samplers[label] = launch_sampler(floor, stream.sync, ours_current)
         timed = time_launches(samplers)
         plain = [k for k in timed if not k.startswith("written ")]
         written = [k for k in timed if k.startswith("written ")]
@@ -357,7 +362,7 @@ def main():
         report("bench_launch", case, results)
         if written:
             # The C loops have no call site to write out: the same timings.
-            keys = written + ["C floor", "C floor Ex", "C floor CUfunction"]
+            keys = written + floor_labels
             spelled = Timings(
                 {k.replace("written ", "", 1): timed[k] for k in keys},
                 {k.replace("written ", "", 1): timed.rounds[k] for k in keys},

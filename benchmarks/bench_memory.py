@@ -7,7 +7,8 @@ NVIDIA ``cuda.core`` on CPython), and host-to-device / device-to-host copies
 of 256 MiB between pinned host memory and device memory (GB/s; goal >= 0.97x
 ``cuda.core``).  Each case is timed through cuda_core and, where importable
 in this interpreter, ``cuda.core`` and CuPy, in the same process; the
-allocation cases also as the bare driver calls from a C loop ("C floor").
+allocation cases also as the bare driver calls from a C loop ("C floor";
+only when the extension is built with ``CUDA_CORE_BUILD_BENCH=1``).
 Without a GPU the script says so and exits 0.
 
 Run: ``python benchmarks/bench_memory.py``
@@ -25,7 +26,15 @@ try:  # run from a source checkout without installing: use the tree above
 except ImportError:
     sys.path.insert(1, os.path.dirname(_HERE))
 
-from _harness import gpu_reason, interleaved, nvidia_core, optional_import, report, sampler  # noqa: E402
+from _harness import (  # noqa: E402
+    c_floor_loops,
+    gpu_reason,
+    interleaved,
+    nvidia_core,
+    optional_import,
+    report,
+    sampler,
+)
 
 BENCH = "memory"
 COPY_SIZE = 256 << 20
@@ -111,22 +120,22 @@ def main():
     cupy = optional_import("cupy")
     if cupy is not None:
         suites["cupy"] = _cupy_suite(cupy)
-    from cuda_core._cuda_ffi import lib
     from cuda_core._errors import check
 
     ours_stream, ours_mr = suites["cuda_core"][1][0], suites["cuda_core"][1][4]
     floor_n = 1000
+    loops = c_floor_loops("bench_memory", "cc_bench_pool_loop")
 
-    def pool_floor(size):
+    def pool_floor(size, pool_loop):
         # The driver calls behind allocate+close, from a C loop (no Python at all).
-        return lambda: check(
-            lib.cc_bench_pool_loop(ours_mr._pool, ours_stream._handle, size, floor_n)
-        )
+        return lambda: check(pool_loop(ours_mr._pool, ours_stream._handle, size, floor_n))
 
-    floors = {
-        "pool allocate+close 1 KiB": pool_floor(1024),
-        "pool allocate+close 1 MiB": pool_floor(1 << 20),
-    }
+    floors = {}
+    if loops is not None:
+        floors = {
+            "pool allocate+close 1 KiB": pool_floor(1024, loops[0]),
+            "pool allocate+close 1 MiB": pool_floor(1 << 20, loops[0]),
+        }
     current = {"cuda_core": cuda_core.Device(0).set_current}
     if core is not None:
         current["cuda.core"] = core.Device(0).set_current

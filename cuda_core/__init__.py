@@ -9,7 +9,7 @@ library; each library is found and loaded at its first use (see
 from __future__ import annotations
 
 # Subpackages imported with the package, as in cuda.core.
-from cuda_core import graph, typing, utils
+from cuda_core import graph, texture, typing, utils
 
 # --- public classes (one import line per module; keep sorted) ---
 from cuda_core._context import Context
@@ -49,4 +49,5 @@ from cuda_core._program import Program
 from cuda_core._program_options import ProgramOptions
 from cuda_core._stream import Stream
 from cuda_core._stream_options import StreamOptions
+from cuda_core._tensor_map import TensorMapDescriptor, TensorMapDescriptorOptions
 from cuda_core._version import __version__

@@ -30,7 +30,9 @@ from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
+from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import index_or_none, require_open
+from cuda_core.texture._factories import TextureFactories
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -54,7 +56,7 @@ class ComputeCapability(NamedTuple):
     minor: int
 
 
-class Device:
+class Device(TextureFactories):
     """A CUDA GPU, and the entry point to streams, events and memory on it.
 
     ``Device(device_id)`` returns the calling thread's singleton object for
@@ -443,6 +445,9 @@ class Device:
         non-zero integer, else :data:`~cuda_core.LEGACY_DEFAULT_STREAM`.
         """
         return default_stream()
+
+
+_TENSOR_MAP_DEVICE.append(Device)
 
 
 # --------------------------------------------------------------------------

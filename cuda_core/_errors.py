@@ -150,8 +150,8 @@ _NVJITLINK_DESCRIPTIONS = {
 # [True] in a process created by fork() after its parent had loaded the CUDA
 # driver: CUDA cannot be used there, and the objects inherited from the parent
 # are not this process's to destroy.  The extension's fork handler (see
-# cc_atfork_child in build_ffi.py) is what makes it so: in such a child the
-# driver's library state is CC_DRIVER_FORKED and every driver call returns
+# cc_atfork_child in cffi_src/csrc/loader.c) is what makes it so: in such a
+# child the driver's library state is CC_DRIVER_FORKED and every driver call returns
 # CUDA_ERROR_NOT_INITIALIZED at once; this flag mirrors that state.
 _FORKED_CHILD = [False]
 _FORK_HINT = (

@@ -14,14 +14,18 @@ import enum
 import typing
 
 __all__ = [
+    "AddressModeType",
+    "ArrayFormatType",
     "CompilerBackendType",
     "DevicePointerType",
+    "FilterModeType",
     "GraphConditionalType",
     "GraphMemoryType",
     "IsStreamType",
     "ManagedMemoryLocationType",
     "ObjectCodeFormatType",
     "PCHStatusType",
+    "ReadModeType",
     "SourceCodeType",
     "VirtualMemoryAccessType",
     "VirtualMemoryAllocationType",
@@ -125,3 +129,58 @@ class PCHStatusType(_StrEnum):
     CREATED = "created"
     NOT_ATTEMPTED = "not_attempted"
     FAILED = "failed"
+
+
+class ArrayFormatType(_StrEnum):
+    """Element format of a CUDA array or a texture over linear memory.
+
+    Each value is the name of the NumPy dtype of one channel, so
+    ``numpy.dtype(ArrayFormatType.FLOAT32.value)`` is ``float32``.
+    """
+
+    UINT8 = "uint8"
+    UINT16 = "uint16"
+    UINT32 = "uint32"
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+
+
+class AddressModeType(_StrEnum):
+    """What a texture fetch returns for coordinates outside the texture.
+
+    * ``WRAP`` -- repeat the texture (normalized coordinates only).
+    * ``CLAMP`` -- the nearest edge texel.
+    * ``MIRROR`` -- repeat it mirrored (normalized coordinates only).
+    * ``BORDER`` -- the border colour.
+    """
+
+    WRAP = "wrap"
+    CLAMP = "clamp"
+    MIRROR = "mirror"
+    BORDER = "border"
+
+
+class FilterModeType(_StrEnum):
+    """How a texture fetch (or a mipmap level choice) combines texels.
+
+    * ``POINT`` -- the nearest texel.
+    * ``LINEAR`` -- linear interpolation of the neighbouring texels.
+    """
+
+    POINT = "point"
+    LINEAR = "linear"
+
+
+class ReadModeType(_StrEnum):
+    """What a texture fetch of integer data returns.
+
+    * ``ELEMENT_TYPE`` -- the stored integer values.
+    * ``NORMALIZED_FLOAT`` -- floats in ``[0, 1]`` (unsigned) or ``[-1, 1]``
+      (signed), the value divided by the type's maximum.
+    """
+
+    ELEMENT_TYPE = "element_type"
+    NORMALIZED_FLOAT = "normalized_float"

@@ -1,15 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
-"""ABI check: the cdefs against the real CUDA headers, where they can be found.
+"""ABI check: every declaration file against the real headers, where found.
 
-For each library a small C program is generated that includes the real
-header and prints ``sizeof``/``offsetof`` of every struct and union declared
-in the cdefs, the size of every scalar typedef and the value of every enum
-constant and integer ``#define``.  Each line is compared with what the
-extension reports through ``ffi.sizeof``/``ffi.offsetof``/``lib.X``.
+Each file of ``cffi_src/cdefs`` follows one library's header (the driver's
+four files follow ``cuda.h``).  For each, a small C program is generated
+that includes the real header and prints ``sizeof``/``offsetof`` of every
+struct and union the file declares, the size of every scalar typedef and the
+value of every enum constant and integer ``#define``; each line is compared
+with what the extension reports through ``ffi.sizeof``/``ffi.offsetof``/
+``lib.X``.  The prototypes are checked too: the driver's against
+``cudaTypedefs.h`` at their annotated version, the other libraries' by
+assigning each real function to a pointer of the declared type.
 """
 
 from __future__ import annotations
 
+import functools
+import glob
 import os
 import re
 import shutil
@@ -21,53 +27,97 @@ import pytest
 
 from cuda_core._cuda_ffi import ffi, lib
 
-GROUPS = {
-    # header: (prefixes of the names it declares, directories to search)
-    "cuda.h": (("CU", "cu", "CUDA_"), ("include",)),
-    "nvrtc.h": (("nvrtc", "NVRTC_"), ("include",)),
-    "nvJitLink.h": (("nvJitLink", "NVJITLINK_"), ("include",)),
-    "nvvm.h": (("nvvm", "NVVM_"), ("include", "nvvm/include")),
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CDEFS = os.path.join(ROOT, "cffi_src", "cdefs")
+
+#: Declaration file -> the real header it follows (None: the extension's own).
+HEADERS = {
+    "driver_types.h": "cuda.h",
+    "driver_enums.h": "cuda.h",
+    "driver_structs.h": "cuda.h",
+    "driver_api.h": "cuda.h",
+    "nvrtc.h": "nvrtc.h",
+    "nvjitlink.h": "nvJitLink.h",
+    "nvvm.h": "nvvm.h",
+    "dlpack.h": "dlpack.h",
+    "cuda_core.h": None,
+    "bench.h": None,
+}
+
+#: Real header -> directories under a root to look in.
+SEARCH = {
+    "cuda.h": ("include",),
+    "nvrtc.h": ("include",),
+    "nvJitLink.h": ("include",),
+    "nvvm.h": ("include", "nvvm/include"),
+    "dlpack.h": ("include/dlpack", "include"),
 }
 
 
-def _header_dirs():
+@functools.cache
+def _build_ffi():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_cc_build_ffi", os.path.join(ROOT, "build_ffi.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _site_dirs():
+    return list(site.getsitepackages()) + [
+        p for p in sys.path if p.endswith(("site-packages", "dist-packages"))
+    ]
+
+
+def _header_dirs(header):
     roots = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
             roots.append(os.environ[var])
     roots.append("/usr/local/cuda")
-    sites = list(site.getsitepackages()) + [
-        p for p in sys.path if p.endswith(("site-packages", "dist-packages"))
-    ]
-    for s in sites:
+    for s in _site_dirs():
         for sub in ("nvidia/cu13", "nvidia/cuda_nvrtc", "nvidia/nvjitlink", "nvidia/cuda_nvcc"):
             roots.append(os.path.join(s, sub))
+    if header == "dlpack.h":
+        # DLPack ships inside array libraries' wheels, or as a system package.
+        roots += ["/usr", "/usr/local"]
+        for s in _site_dirs():
+            for pattern in ("*", "*/_core", "*/include/*"):
+                roots += sorted(glob.glob(os.path.join(s, pattern)))
     return roots
 
 
 def find_header(header):
-    for root in _header_dirs():
-        for sub in GROUPS[header][1]:
+    for root in _header_dirs(header):
+        for sub in SEARCH[header]:
             path = os.path.join(root, sub, header)
-            if os.path.exists(path):
-                return path
+            if not os.path.exists(path):
+                continue
+            # Only a DLPack 1.0 header declares the versioned tensor.
+            if header == "dlpack.h":
+                with open(path) as f:
+                    if "DLManagedTensorVersioned" not in f.read():
+                        continue
+            return path
     return None
 
 
-def _owner(name):
-    for header in ("nvrtc.h", "nvJitLink.h", "nvvm.h", "cuda.h"):
-        if name.startswith(GROUPS[header][0]):
-            return header
-    return None
+_BLOCK = re.compile(r"\{[^{}]*\}")
+_TYPEDEF_NAME = re.compile(r"^typedef\s[^;()]*?\b(\w+)\s*;", re.M)
+_DEFINES = re.compile(r"^#define\s+(\w+)\s+(-?\d+)\s*$", re.M)
 
 
-def declared_items(header):
-    """Return the C expressions to evaluate and what the cdefs say of each."""
+def declared_items(filename):
+    """Return the C expressions to evaluate and what the extension says of each."""
+    types = _build_ffi().read_declarations(filename).types
     items = {}
-    typedefs, _, _ = ffi.list_types()
-    for name in typedefs:
-        if name.startswith("cc_") or _owner(name) != header:
-            continue
+    flat = types
+    while _BLOCK.search(flat):  # drop struct/union/enum bodies, innermost first
+        flat = _BLOCK.sub(" ", flat)
+    for name in _TYPEDEF_NAME.findall(flat):
         t = ffi.typeof(name)
         if t.kind in ("struct", "union"):
             items[f"sizeof({name})"] = ffi.sizeof(t)
@@ -78,23 +128,8 @@ def declared_items(header):
         elif t.kind == "enum":
             for value, const in t.elements.items():
                 items[f"(long long){const}"] = value
-            for const in t.relements:
-                items[f"(long long){const}"] = t.relements[const]
-    if header == "cuda.h":
-        for const in (
-            "CU_IPC_HANDLE_SIZE",
-            "CU_MEMHOSTALLOC_PORTABLE",
-            "CU_MEMHOSTALLOC_DEVICEMAP",
-            "CU_MEMHOSTALLOC_WRITECOMBINED",
-            "CU_MEMHOSTREGISTER_PORTABLE",
-            "CU_MEMHOSTREGISTER_DEVICEMAP",
-            "CU_MEMHOSTREGISTER_IOMEMORY",
-            "CU_MEMHOSTREGISTER_READ_ONLY",
-            "CU_GRAPH_KERNEL_NODE_PORT_DEFAULT",
-            "CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC",
-            "CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER",
-        ):
-            items[f"(long long){const}"] = getattr(lib, const)
+    for const, _ in _DEFINES.findall(types):
+        items[f"(long long){const}"] = getattr(lib, const)
     return items
 
 
@@ -151,13 +186,25 @@ def evaluate_in_c(header_path, exprs, tmp_path):
     return values, absent
 
 
-@pytest.mark.parametrize("header", sorted(GROUPS))
-def test_cdefs_match_headers(header, tmp_path):
+def test_every_declaration_file_is_checked():
+    """A new declaration file must name the header it follows (or None) above."""
+    on_disk = {f for f in os.listdir(CDEFS) if f.endswith(".h")}
+    assert on_disk == set(HEADERS)
+    assert set(_build_ffi().declaration_files(bench=True)) == on_disk
+
+
+# driver_api.h holds prototypes only: test_driver_entry_point_versions_match_typedefs.
+@pytest.mark.parametrize(
+    "filename", sorted(f for f, h in HEADERS.items() if h and f != "driver_api.h")
+)
+def test_declarations_match_headers(filename, tmp_path):
+    header = HEADERS[filename]
     path = find_header(header)
     if path is None:
-        pytest.skip(f"{header} not found (install the CUDA toolkit or the nvidia-* wheels)")
-    items = declared_items(header)
-    assert items, f"no declarations attributed to {header}"
+        where = "a DLPack 1.0 dlpack.h" if header == "dlpack.h" else "the CUDA toolkit"
+        pytest.skip(f"{header} not found (install {where} or the nvidia-* wheels)")
+    items = declared_items(filename)
+    assert items, f"{filename} declares no types or constants"
     exprs = sorted(items)
     real, absent = evaluate_in_c(path, exprs, tmp_path)
     # Only constants newer than the header may be absent, never a type.
@@ -169,24 +216,92 @@ def test_cdefs_match_headers(header, tmp_path):
     fields = sum(1 for e in exprs if e.startswith("offsetof("))
     consts = sum(1 for e in exprs if e.startswith("(long long)"))
     print(
-        f"{header}: {structs} sizes, {fields} field offsets, {consts} constants compared"
+        f"{filename} vs {path}: {structs} sizes, {fields} field offsets, {consts} constants"
         f"; newer than this header: {', '.join(absent) or 'none'}"
     )
 
 
+@pytest.mark.parametrize("filename", sorted(f for f, h in HEADERS.items() if h is None))
+def test_own_declarations_are_built(filename):
+    """The extension's own prototypes all exist (bench.h: all or none, see its header)."""
+    names = [p.name for p in _build_ffi().read_declarations(filename).prototypes]
+    assert names, f"{filename} declares no functions"
+    present = [n for n in names if hasattr(lib, n)]
+    if filename == "bench.h":
+        assert present in ([], names), f"partly built: {present}"
+    else:
+        assert present == names
+
+
+@pytest.mark.parametrize("filename", [library.header for library in _build_ffi().LIBRARIES[1:]])
+def test_library_prototypes_match_headers(filename, tmp_path):
+    """Each real function converts to a pointer of the declared type, exactly."""
+    path = find_header(HEADERS[filename])
+    if path is None:
+        pytest.skip(f"{HEADERS[filename]} not found (install the nvidia-* wheels)")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    decls = _build_ffi().read_declarations(filename)
+    # The file's own helper typedefs (cc_*) are not in the real header.
+    own = [s for s in re.findall(r"typedef[^;]*;", decls.types) if re.search(r"\bcc_\w+", s)]
+    checks = [
+        f"static {p.restype} (*chk_{p.name})({p.params}) = &{p.name};" for p in decls.prototypes
+    ]
+    absent = []
+    for _ in range(5):
+        src = tmp_path / "protos.c"
+        src.write_text(
+            "\n".join([f'#include "{path}"', *own, *checks, "int main(void) { return 0; }"])
+        )
+        r = subprocess.run(
+            [
+                cc,
+                "-Werror=incompatible-pointer-types",
+                "-Wno-unused-variable",
+                "-I",
+                os.path.dirname(path),
+                "-c",
+                str(src),
+                "-o",
+                str(tmp_path / "protos.o"),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode == 0:
+            break
+        text = r.stderr.replace("\u2018", "'").replace("\u2019", "'")
+        undeclared = set(re.findall(r"'(\w+)' undeclared", text))
+        if not undeclared:
+            break
+        absent.extend(sorted(undeclared))  # newer than the header found
+        checks = [c for c in checks if not any(f"&{u};" in c for u in undeclared)]
+    # A difference in const qualifiers only (``const char **`` declared where
+    # the header says ``const char * const *``) leaves the ABI unchanged.
+    text = r.stderr.replace("\u2018", "'").replace("\u2019", "'")
+    errors = [
+        ln
+        for ln in text.splitlines()
+        if "error:" in ln and not _qualifiers_only(ln) and "warnings being treated" not in ln
+    ]
+    assert not errors, f"{len(errors)} signature mismatches:\n" + "\n".join(errors[:40])
+    print(f"{filename}: {len(checks)} prototypes checked; newer than {path}: {absent or 'none'}")
+
+
+def _qualifiers_only(line):
+    """Whether a pointer-type error names two types that differ only in const."""
+    m = re.search(r"initialization of '(.*)' from incompatible pointer type '(.*)'", line)
+    if m is None:
+        return False
+    a, b = (re.sub(r"\bconst\b|\s", "", s) for s in m.groups())
+    return a == b
+
+
 def _driver_signatures():
     """Yield (cdef name, base name, requested version, restype, params)."""
-    import importlib.util
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    spec = importlib.util.spec_from_file_location(
-        "_cc_build_ffi", os.path.join(root, "build_ffi.py")
-    )
-    build_ffi = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build_ffi)
-    for version, restype, name, params, _ in build_ffi._parse(build_ffi.DRIVER_FUNCTIONS):
-        base = re.sub(r"_v\d+$", "", name)
-        yield name, base, version or build_ffi.DEFAULT_DRIVER_VERSION, restype, params
+    for p in _build_ffi().driver_entry_points():
+        yield p.name, re.sub(r"_v\d+$", "", p.name), p.version, p.restype, p.params
 
 
 def test_driver_entry_point_versions_match_typedefs(tmp_path):

@@ -60,3 +60,25 @@ def test_report_saves_paired_ratios_and_run_all_prefers_them(harness, tmp_path, 
     lines = {line.split(" | ")[1]: line for line in md.splitlines()[2:]}
     assert lines["case"].endswith("| 1.00 |")  # the paired ratio
     assert lines["plain"].endswith("| 1.50 |")  # no rounds: the quotient of the times
+
+
+def test_c_floor_loops_follow_the_build(harness, capsys):
+    """The C floor loops are found when built in, else reported absent (None)."""
+    from cuda_core._cuda_ffi import lib
+
+    h, _ = harness
+    names = ("cc_bench_launch_loop", "cc_bench_pool_loop")
+    loops = h.c_floor_loops("bench_x", *names)
+    out = capsys.readouterr().out
+    if all(hasattr(lib, n) for n in names):
+        assert loops == [getattr(lib, n) for n in names]
+        assert out == ""
+    else:
+        assert loops is None
+        assert "bench_x: C floor skipped" in out and "CUDA_CORE_BUILD_BENCH=1" in out
+
+
+def test_c_floor_loops_absent_name_is_reported(harness, capsys):
+    h, _ = harness
+    assert h.c_floor_loops("bench_x", "cc_bench_no_such_loop") is None
+    assert "C floor skipped" in capsys.readouterr().out

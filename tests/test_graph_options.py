@@ -470,13 +470,9 @@ def test_graph_driver_prototypes_match_resolved_versions():
         params = m.group(3).strip()
         arity = 0 if params in ("", "void") else params.count(",") + 1
         variants.setdefault(m.group(1), []).append((int(m.group(2)), arity))
-    declared = {
-        name: (ver, len(args))
-        for ver, _, name, _, args in build_ffi._parse(build_ffi.DRIVER_FUNCTIONS)
-    }
+    declared = {p.name: (p.version, len(p.argnames)) for p in build_ffi.driver_entry_points()}
     for name in _GRAPH_APIS:
         ver, arity = declared[name]
-        ver = ver or build_ffi.DEFAULT_DRIVER_VERSION
         candidates = [v for v in variants.get(name, []) if v[0] <= ver]
         assert candidates, f"{name}: no driver variant at or below version {ver}"
         resolved = max(candidates)

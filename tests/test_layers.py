@@ -33,7 +33,16 @@ LAYERS = [
     ("memory", ["_memory", "_memory.*"]),
     (
         "modules, kernels, launch",
-        ["_module", "_kernel", "_kernel_*", "_launch_config", "_arg_*", "_launcher"],
+        [
+            "_module",
+            "_kernel",
+            "_kernel_*",
+            "_launch_config",
+            "_arg_*",
+            "_launcher",
+            "_tensor_map",
+            "_tensor_map_*",
+        ],
     ),
     ("linker and program", ["_linker", "_linker_*", "_program", "_program_*", "_compile_common"]),
     ("utils and graph", ["utils", "utils.*", "graph", "graph.*"]),
@@ -44,10 +53,9 @@ LAYERS = [
 # Packages beside the stack: (names, the highest layer they may import).
 # Every layer above that highest one may import them.
 SIDE_PACKAGES = [
-    (
-        ["system", "system.*", "texture", "texture.*", "checkpoint", "checkpoint.*"],
-        "shared helpers and typing",
-    ),
+    (["system", "system.*", "checkpoint", "checkpoint.*"], "shared helpers and typing"),
+    # Textures and surfaces read Buffers and copy on streams.
+    (["texture", "texture.*"], "memory"),
 ]
 
 # The largest import cycle allowed (1: none).
@@ -246,7 +254,14 @@ def test_no_import_cycles():
 
 @pytest.mark.parametrize(
     ("module", "expected"),
-    [("_errors", 1), ("_memory._buffer", 5), ("graph._graph", 8), ("", 10), ("texture._tex", 2.5)],
+    [
+        ("_errors", 1),
+        ("_memory._buffer", 5),
+        ("graph._graph", 8),
+        ("", 10),
+        ("system._nvml", 2.5),
+        ("texture._tex", 5.5),
+    ],
 )
 def test_layer_table_places_modules(module, expected):
     assert rank_of(module) == expected

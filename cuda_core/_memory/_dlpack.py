@@ -3,9 +3,12 @@
 
 DLPack tensors travel in ``PyCapsule`` objects, which only the Python C API
 can create or open.  The extension does that in C (``cc_dlpack_export``,
-``cc_dlpack_take``, ``cc_dlpack_release`` in ``build_ffi.py``); objects
-cross between this module and the C code through the :data:`_bridge` dict,
-keyed by a per-call token, so the same code runs on both interpreters.
+``cc_dlpack_take``, ``cc_dlpack_release`` in ``cffi_src/csrc/memory.c``);
+objects cross between this module and the C code through the :data:`_bridge`
+dict, keyed by a per-call token, so the same code runs on both interpreters.
+The module hands the dict to the C code at import
+(``cc_dlpack_set_bridge`` with its own ``__name__``), so the C code names
+no Python module.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ __all__ = [
 #: Exchange slots with the C helpers: token -> object (read and written by C).
 _bridge = {}
 _tokens = itertools.count(1)
+if lib.cc_dlpack_set_bridge(__name__.encode(), b"_bridge") != 0:
+    raise ImportError(f"{__name__}: the extension could not register the DLPack bridge")
 
 DLPACK_MAJOR_VERSION = 1
 DLPACK_MINOR_VERSION = 0

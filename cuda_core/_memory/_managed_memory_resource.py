@@ -13,6 +13,7 @@ import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import require_driver
+from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
@@ -133,18 +134,20 @@ class ManagedBuffer(Buffer):
             )
 
     def discard(self, *, stream):
-        """Discard this range's pages (needs ``cuMemDiscardBatchAsync``, not bound)."""
-        raise NotImplementedError(
-            "ManagedBuffer.discard needs cuMemDiscardBatchAsync (CUDA 13), which cuda_core "
-            "does not bind yet"
-        )
+        """Discard this range's resident pages asynchronously on ``stream`` (CUDA 13+).
+
+        The contents are dropped without migration; reading the range before
+        writing or prefetching it again gives indeterminate values.  See
+        :func:`cuda_core.utils.discard_batch` (errors included).
+        """
+        _managed_memory_ops.discard_one(self, stream)
 
     def discard_prefetch(self, location, *, stream):
-        """Discard and prefetch (needs ``cuMemDiscardAndPrefetchBatchAsync``, not bound)."""
-        raise NotImplementedError(
-            "ManagedBuffer.discard_prefetch needs cuMemDiscardAndPrefetchBatchAsync (CUDA 13), "
-            "which cuda_core does not bind yet"
-        )
+        """Discard this range and prefetch it to ``location`` on ``stream`` (CUDA 13+).
+
+        See :func:`cuda_core.utils.discard_prefetch_batch` (errors included).
+        """
+        _managed_memory_ops.discard_prefetch_one(self, location, stream)
 
     @property
     def read_mostly(self):

@@ -1,0 +1,78 @@
+/* cuda_core's own C helpers, defined in cffi_src/csrc/ (the extension's
+   part that is not a CUDA library).  Uses the CUDA 12.8 driver types.
+
+   The library indices (CC_LIB_DRIVER, CC_LIB_NVRTC, ...) are not here: the
+   builder defines one per entry of its library table. */
+
+/* Sentinel statuses, outside every real status range. */
+#define CC_LIB_NOT_LOADED 2147418113
+#define CC_MISSING_SYMBOL 2147418114
+#define CC_STREAM_CAPTURING 2147418115
+/* cc_library_state of the driver in a child created by fork() after its
+   parent loaded the driver (see loader.c). */
+#define CC_DRIVER_FORKED 3
+
+/* Launch fast path (launch.c).  cc_launch_cfg: a launch configuration
+   prepared once per LaunchConfig (grid in blocks, the launch attributes it
+   needs); the stream comes per launch.  cc_arg_layout: the kernel and the
+   offsets of its packed arguments, prepared once per kernel and combination
+   of argument types. */
+typedef struct {
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    unsigned int numAttrs;
+    CUlaunchAttribute attrs[4];
+} cc_launch_cfg;
+typedef struct {
+    CUfunction func;
+    unsigned int nargs;
+    size_t bufsize;
+    unsigned int offsets[];
+} cc_arg_layout;
+
+/* Library loading and missing-symbol reports (loader.c). */
+int cc_load_library(int which, const char *path);
+int cc_library_state(int which);
+const char *cc_library_error(int which);
+int cc_library_path(int which, char *buf, size_t len);
+const char *cc_take_missing(int *version);
+
+/* Graph host callbacks and user objects (user_objects.c).  The callback is
+   implemented in Python (cffi's extern "Python"). */
+void cc_host_callback(void *userData); /* cffi: extern "Python" */
+void cc_user_object_release(void *token);
+size_t cc_take_released(unsigned long long *out, size_t max);
+size_t cc_released_pending(void);
+
+/* Kernel launches (launch.c). */
+CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+                   CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
+                   void **params);
+CUresult cc_launch_blob(const char *blob);
+
+/* Streams and events (streams.c). */
+CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out);
+CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out);
+CUevent cc_event_new(CUcontext ctx, unsigned int flags);
+CUevent cc_event_new_untimed(CUcontext ctx);
+CUstream cc_stream_new(CUcontext ctx);
+intptr_t cc_last_handle(void);
+CUresult cc_status(void);
+int cc_current_device(void);
+
+/* DLPack bridge and pool allocations (memory.c). */
+int cc_dlpack_set_bridge(const char *module, const char *attr);
+int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,
+                     int32_t device_id, int32_t ndim, uint8_t code, uint8_t bits,
+                     uint16_t lanes, const int64_t *shape, const int64_t *strides,
+                     uint64_t flags);
+void *cc_dlpack_take(long long token, int *versioned);
+void cc_dlpack_release(void *tensor, int versioned);
+intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream);
+CUresult cc_pool_alloc_status(void);

@@ -1,0 +1,111 @@
+/* Streams and events: create one in a given context in a single call (the
+   context is pushed only when it is not already current, and popped again),
+   so Device.create_stream / create_event / Stream.record cost one call into
+   the extension.  ctx NULL means "the current context".
+
+   Part of the one cuda_core._cuda_ffi source (see build_ffi.py for the
+   order); declarations in cffi_src/cdefs/cuda_core.h. */
+
+static CUresult cc_enter_ctx(CUcontext ctx, int *pushed) {
+    CUcontext cur = NULL;
+    CUresult r;
+    *pushed = 0;
+    if (ctx == NULL) return CUDA_SUCCESS;
+    r = cuCtxGetCurrent(&cur);
+    if (r != CUDA_SUCCESS || cur == ctx) return r;
+    r = cuCtxPushCurrent(ctx);
+    if (r == CUDA_SUCCESS) *pushed = 1;
+    return r;
+}
+
+static CUresult cc_leave_ctx(int pushed) {
+    CUcontext popped;
+    return pushed ? cuCtxPopCurrent(&popped) : CUDA_SUCCESS;
+}
+
+CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out) {
+    int pushed;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r != CUDA_SUCCESS) return r;
+    r = cuStreamCreateWithPriority(out, flags, priority);
+    r2 = cc_leave_ctx(pushed);
+    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+        cuStreamDestroy(*out);
+        r = r2;
+    }
+    return r;
+}
+
+CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out) {
+    int pushed;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r != CUDA_SUCCESS) return r;
+    r = cuEventCreate(out, flags);
+    r2 = cc_leave_ctx(pushed);
+    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+        cuEventDestroy(*out);
+        r = r2;
+    }
+    return r;
+}
+
+/* Single-result form of cc_event_create for the hot path: the new handle is
+   the return value (NULL on failure, with the status kept for cc_status on
+   the calling thread), so Python needs no output buffer. */
+static __thread CUresult cc_last_status;
+
+CUevent cc_event_new(CUcontext ctx, unsigned int flags) {
+    CUevent e = NULL;
+    CUresult r = cc_event_create(ctx, flags, &e);
+    cc_last_status = r;
+    return r == CUDA_SUCCESS ? e : NULL;
+}
+
+/* cc_event_new for the default options (timing disabled).  One argument:
+   on CPython cffi passes a single argument without building a tuple, which
+   makes this call markedly cheaper than the two-argument form. */
+CUevent cc_event_new_untimed(CUcontext ctx) {
+    return cc_event_new(ctx, CU_EVENT_DISABLE_TIMING);
+}
+
+/* Device.create_stream() with default options, in one single-argument call:
+   a non-blocking stream of the lowest priority of ctx's device (queried each
+   time, as the priority range belongs to the device).  Returns NULL on
+   failure, with the status kept for cc_status; the handle's integer value is
+   kept for cc_last_handle (a cheaper way for Python to get both forms than
+   converting the pointer), as a signed word for the reason given at
+   cc_pool_alloc. */
+static __thread intptr_t cc_last_handle_value;
+
+CUstream cc_stream_new(CUcontext ctx) {
+    int pushed, least = 0, greatest = 0;
+    CUstream s = NULL;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r == CUDA_SUCCESS) {
+        r = cuCtxGetStreamPriorityRange(&least, &greatest);
+        if (r == CUDA_SUCCESS) r = cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, least);
+        r2 = cc_leave_ctx(pushed);
+        if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+            cuStreamDestroy(s);
+            r = r2;
+        }
+    }
+    if (r != CUDA_SUCCESS) s = NULL;
+    cc_last_status = r;
+    cc_last_handle_value = (intptr_t)s;
+    return s;
+}
+
+/* The integer value of the calling thread's last cc_stream_new result. */
+intptr_t cc_last_handle(void) { return cc_last_handle_value; }
+
+/* The status of the calling thread's last cc_event_new, cc_event_new_untimed
+   or cc_stream_new. */
+CUresult cc_status(void) { return cc_last_status; }
+
+/* The ordinal of the current context's device, or -1 when there is none or
+   the driver cannot say (the caller then takes its checked path). */
+int cc_current_device(void) {
+    CUdevice d = 0;
+    return cuCtxGetDevice(&d) == CUDA_SUCCESS ? (int)d : -1;
+}
