@@ -410,6 +410,11 @@ class Stream:
         return ctx
 
     @property
+    def resources(self):
+        """DeviceResources: The resources of this stream's context (see ``Context.resources``)."""
+        return self.context.resources
+
+    @property
     def is_closed(self):
         """bool: Whether :meth:`close` has been called."""
         return self._closed

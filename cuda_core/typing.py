@@ -18,6 +18,7 @@ __all__ = [
     "ArrayFormatType",
     "CompilerBackendType",
     "DevicePointerType",
+    "DeviceResourcesType",
     "FilterModeType",
     "GraphConditionalType",
     "GraphMemoryType",
@@ -25,6 +26,7 @@ __all__ = [
     "ManagedMemoryLocationType",
     "ObjectCodeFormatType",
     "PCHStatusType",
+    "ProcessStateType",
     "ReadModeType",
     "SourceCodeType",
     "VirtualMemoryAccessType",
@@ -32,13 +34,15 @@ __all__ = [
     "VirtualMemoryGranularityType",
     "VirtualMemoryHandleType",
     "VirtualMemoryLocationType",
+    "WorkqueueSharingScopeType",
 ]
 
-# GraphConditionalType, GraphMemoryType (cuda_core.graph._types),
-# ManagedMemoryLocationType and the VirtualMemory* enumerations (cuda_core._memory)
-# are defined beside the classes that use them, in higher layers: each of
-# those modules registers its enumerations here (``_register``) when it is
-# imported, and ``import cuda_core`` imports them all.
+# DeviceResourcesType (cuda_core._green_context), GraphConditionalType,
+# GraphMemoryType (cuda_core.graph._types), ManagedMemoryLocationType and the
+# VirtualMemory* enumerations (cuda_core._memory) are defined beside the
+# classes that use them, in higher layers: each of those modules registers
+# its enumerations here (``_register``) when it is imported, and ``import
+# cuda_core`` imports them all.
 
 
 class IsStreamType(typing.Protocol):
@@ -54,11 +58,15 @@ class IsStreamType(typing.Protocol):
 #: A device pointer: an int address (or None for "no pointer").
 DevicePointerType = typing.Optional[int]
 
+#: The checkpoint state of a process (:attr:`cuda_core.checkpoint.Process.state`).
+ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
 
-def _register(*enums):
-    """Publish enumerations defined in a higher layer under their names here."""
+
+def _register(*enums, **aliases):
+    """Publish enumerations (and named type aliases) defined in a higher layer here."""
     for e in enums:
         globals()[e.__name__] = e
+    globals().update(aliases)
 
 
 class _StrEnum(str, enum.Enum):
@@ -184,3 +192,16 @@ class ReadModeType(_StrEnum):
 
     ELEMENT_TYPE = "element_type"
     NORMALIZED_FLOAT = "normalized_float"
+
+
+class WorkqueueSharingScopeType(_StrEnum):
+    """How a green context's workqueues are shared (:class:`~cuda_core.WorkqueueResourceOptions`).
+
+    * ``DEVICE_CTX`` -- share the workqueues of all contexts of the device
+      (the driver's default).
+    * ``GREEN_CTX_BALANCED`` -- where possible, use workqueues that do not
+      overlap those of other balanced green contexts.
+    """
+
+    DEVICE_CTX = "device_ctx"
+    GREEN_CTX_BALANCED = "green_ctx_balanced"

@@ -267,3 +267,29 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tens
 CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill); /* abi 12080 */
 CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, int pixelBoxLowerCornerWidth, int pixelBoxUpperCornerWidth, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill); /* abi 12080 */
 CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress); /* abi 12080 */
+
+/* --- Green contexts and device resources, checkpoint, OpenGL interop.
+   cuGraphicsGL* are declared in cudaGL.h (their PFN types in
+   cudaGLTypedefs.h), with GLuint and GLenum, which are unsigned int. --- */
+CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type); /* abi 12040 */
+CUresult cuCtxGetDevResource(CUcontext hCtx, CUdevResource *resource, CUdevResourceType type); /* abi 12040 */
+CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *resource, CUdevResourceType type); /* abi 12040 */
+CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input, CUdevResource *remaining, unsigned int useFlags, unsigned int minCount); /* abi 12040 */
+CUresult cuDevSmResourceSplit(CUdevResource *result, unsigned int nbGroups, const CUdevResource *input, CUdevResource *remainder, unsigned int flags, CU_DEV_SM_RESOURCE_GROUP_PARAMS *groupParams); /* abi 13010 */
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources); /* abi 12040 */
+CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags); /* abi 12040 */
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx); /* abi 12040 */
+CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx); /* abi 12040 */
+CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority); /* abi 12050 */
+CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid); /* abi 12080 */
+CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state); /* abi 12080 */
+CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args); /* abi 12080 */
+CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args); /* abi 12080 */
+CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args); /* abi 12080 */
+CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args); /* abi 12080 */
+CUresult cuGraphicsGLRegisterBuffer(CUgraphicsResource *pCudaResource, unsigned int buffer, unsigned int Flags); /* abi 12080 */
+CUresult cuGraphicsGLRegisterImage(CUgraphicsResource *pCudaResource, unsigned int image, unsigned int target, unsigned int Flags); /* abi 12080 */
+CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource); /* abi 12080 */
+CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream); /* abi 12080 */
+CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream); /* abi 12080 */
+CUresult cuGraphicsResourceGetMappedPointer_v2(CUdeviceptr *pDevPtr, size_t *pSize, CUgraphicsResource resource); /* abi 12080 */

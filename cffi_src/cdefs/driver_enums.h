@@ -507,3 +507,40 @@ typedef enum CUtensorMapFloatOOBfill_enum {
 typedef enum CUtensorMapIm2ColWideMode_enum {
     CU_TENSOR_MAP_IM2COL_WIDE_MODE_W = 0, CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128 = 1
 } CUtensorMapIm2ColWideMode;
+
+/* --- Green contexts and device resources, checkpoint, OpenGL interop (CUDA
+   13.0; the workqueue and SM-group values are CUDA 13.1's) --- */
+typedef enum {
+    CU_GREEN_CTX_DEFAULT_STREAM = 0x1
+} CUgreenCtxCreate_flags;
+typedef enum {
+    CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+    CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2
+} CUdevSmResourceSplit_flags;
+typedef enum {
+    CU_DEV_RESOURCE_TYPE_INVALID = 0,
+    CU_DEV_RESOURCE_TYPE_SM = 1,
+    CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG = 1000,
+    CU_DEV_RESOURCE_TYPE_WORKQUEUE = 10000
+} CUdevResourceType;
+typedef enum {
+    CU_DEV_SM_RESOURCE_GROUP_DEFAULT = 0,
+    CU_DEV_SM_RESOURCE_GROUP_BACKFILL = 0x1
+} CUdevSmResourceGroup_flags;
+typedef enum {
+    CU_WORKQUEUE_SCOPE_DEVICE_CTX = 0,
+    CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED = 1
+} CUdevWorkqueueConfigScope;
+typedef enum CUprocessState_enum {
+    CU_PROCESS_STATE_RUNNING = 0,
+    CU_PROCESS_STATE_LOCKED = 1,
+    CU_PROCESS_STATE_CHECKPOINTED = 2,
+    CU_PROCESS_STATE_FAILED = 3
+} CUprocessState;
+typedef enum CUgraphicsRegisterFlags_enum {
+    CU_GRAPHICS_REGISTER_FLAGS_NONE = 0x00,
+    CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY = 0x01,
+    CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD = 0x02,
+    CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST = 0x04,
+    CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER = 0x08
+} CUgraphicsRegisterFlags;

@@ -287,3 +287,52 @@ typedef struct CUDA_RESOURCE_VIEW_DESC_st {
 typedef struct CUtensorMap_st {
     cuuint64_t opaque[16];
 } CUtensorMap;
+
+/* --- Green contexts and device resources, checkpoint (CUDA 13.0 ABI).
+   CUdevResource is 144 bytes in every CUDA 13 header: 13.0 ends in a 48-byte
+   union, 13.1 in a 40-byte union and a nextResource pointer.  The union's
+   sm member is CUdevSmResource with 13.1's fourth field, flags (0 from a 13.0
+   driver); 13.1's wqConfig member (CUdevWorkqueueConfigResource: int device,
+   unsigned int wqConcurrencyLimit, int sharingScope) shares its offset and
+   is read through it.  CU_DEV_SM_RESOURCE_GROUP_PARAMS is 13.1's. --- */
+typedef struct CUdevResource_st {
+    CUdevResourceType type;
+    unsigned char _internal_padding[92];
+    union {
+        struct {
+            unsigned int smCount;
+            unsigned int minSmPartitionSize;
+            unsigned int smCoscheduledAlignment;
+            unsigned int flags;
+        } sm;
+        unsigned char _oversize[48];
+    };
+} CUdevResource;
+typedef struct CU_DEV_SM_RESOURCE_GROUP_PARAMS_st {
+    unsigned int smCount;
+    unsigned int coscheduledSmCount;
+    unsigned int preferredCoscheduledSmCount;
+    unsigned int flags;
+    unsigned int reserved[12];
+} CU_DEV_SM_RESOURCE_GROUP_PARAMS;
+typedef struct CUcheckpointLockArgs_st {
+    unsigned int timeoutMs;
+    unsigned int reserved0;
+    cuuint64_t reserved1[7];
+} CUcheckpointLockArgs;
+typedef struct CUcheckpointCheckpointArgs_st {
+    cuuint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+typedef struct CUcheckpointGpuPair_st {
+    CUuuid oldUuid;
+    CUuuid newUuid;
+} CUcheckpointGpuPair;
+typedef struct CUcheckpointRestoreArgs_st {
+    CUcheckpointGpuPair *gpuPairs;
+    unsigned int gpuPairsCount;
+    char reserved[44];
+    cuuint64_t reserved1;
+} CUcheckpointRestoreArgs;
+typedef struct CUcheckpointUnlockArgs_st {
+    cuuint64_t reserved[8];
+} CUcheckpointUnlockArgs;

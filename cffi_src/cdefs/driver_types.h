@@ -58,3 +58,8 @@ typedef unsigned long long CUsurfObject;
 #define CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION 32
 #define CU_TRSF_SEAMLESS_CUBEMAP 64
 #define CU_TENSOR_MAP_NUM_QWORDS 16
+
+/* --- Green contexts and device resources, OpenGL interop --- */
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef struct CUgraphicsResource_st *CUgraphicsResource;

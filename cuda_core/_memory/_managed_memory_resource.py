@@ -12,7 +12,8 @@ import dataclasses
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._loader import require_driver
+from cuda_core._host import Host
+from cuda_core._loader import driver_at_least, require_driver
 from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
@@ -161,10 +162,16 @@ class ManagedBuffer(Buffer):
 
     @property
     def preferred_location(self):
-        """Device, int or None: The preferred location advice (settable; None unsets).
+        """Device, Host or None: The preferred location advice (settable; None unsets).
 
-        Host locations, NUMA preferences included, read back as ``-1``.
+        With a CUDA 13 driver a host NUMA preference reads back as
+        ``Host(numa_id=N)``; with an older one every host location reads back
+        as ``Host()``.
         """
+        if driver_at_least(13, 0):  # type and id: host NUMA nodes round-trip
+            kind = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
+            loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
+            return _typed_location_object(kind, loc_id)
         loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION)
         return _location_object(loc_id)
 
@@ -212,8 +219,8 @@ class AccessedBySet:
     """Live view of the accessed-by advice of a :class:`ManagedBuffer`.
 
     Membership and iteration query the driver; :meth:`add` and
-    :meth:`discard` apply advice.  Items are Devices, and ``-1`` for a host
-    location (host NUMA nodes included).
+    :meth:`discard` apply advice.  Items are Devices and ``Host()`` (the
+    driver reports every host location as the plain host).
     """
 
     __slots__ = ("_buf",)
@@ -266,7 +273,15 @@ class AccessedBySet:
         self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _as_location(location))
 
     def discard(self, location):
-        """Remove accessed-by advice for ``location``."""
+        """Remove accessed-by advice for ``location``.
+
+        A NUMA-specific Host is never a member (the driver records host
+        advice as plain host), so discarding one does nothing.
+        """
+        if isinstance(location, Host) and (
+            location.numa_id is not None or location.is_numa_current
+        ):
+            return
         self._buf._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _as_location(location))
 
 
@@ -384,7 +399,7 @@ def _as_location(location):
         c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
         c_loc.id = dev_id
         return c_loc
-    if hasattr(location, "numa_id") and hasattr(location, "is_numa_current"):
+    if isinstance(location, Host):
         if location.is_numa_current:
             c_loc.type = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
             c_loc.id = 0
@@ -414,5 +429,18 @@ def _location_object(loc_id):
     if loc_id == -2:
         return None
     if loc_id == -1:
-        return -1  # cuda_core has no host-location class yet
+        return Host()
     return _slots.Device(loc_id)
+
+
+def _typed_location_object(kind, loc_id):
+    """Device, Host or None for a ``(CUmemLocationType, id)`` the driver reported."""
+    if kind == lib.CU_MEM_LOCATION_TYPE_DEVICE:
+        return _location_object(loc_id)
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST:
+        return Host()
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        return Host(numa_id=loc_id)
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        return Host.numa_current()
+    return None
