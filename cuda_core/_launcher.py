@@ -186,6 +186,7 @@ def _accept_stream(stream):
         )
     builder = _slots.GraphBuilder
     if builder is not None and isinstance(stream, builder):
+        stream._require_open()  # a closed builder has no stream to launch on
         return stream.stream
     if hasattr(stream, "__cuda_stream__"):
         wrapped = _as_stream(stream, "stream")

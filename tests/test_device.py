@@ -390,12 +390,6 @@ def test_create_graph_builder_without_graph_module(device):
 
 
 @pytest.mark.gpu
-def test_create_context_is_not_supported(device):
-    with pytest.raises(NotImplementedError, match="green"):
-        device.create_context()
-
-
-@pytest.mark.gpu
 def test_against_nvidia_cuda_core(device):
     """Same answers as NVIDIA's cuda.core where it is importable (CPython)."""
     core = pytest.importorskip("cuda.core")
