@@ -4,8 +4,9 @@
 Every enumeration here is a *string* enumeration: its members compare equal
 to their string values (``CompilerBackendType.NVRTC == "NVRTC"``), format as
 those values, and can be passed wherever the corresponding string is
-accepted.  ``enum.StrEnum`` only exists from Python 3.11, so the members
-derive from :class:`_StrEnum`, which behaves the same on Python 3.9 and PyPy.
+accepted.  On Python 3.11+ they are ``enum.StrEnum`` members, as in
+``cuda.core``; before 3.11 (and on PyPy 3.9) :class:`_StrEnum` behaves the
+same on a ``(str, Enum)`` base.
 """
 
 from __future__ import annotations
@@ -80,14 +81,21 @@ def __getattr__(name):
     return value
 
 
-class _StrEnum(str, enum.Enum):
-    """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
+if hasattr(enum, "StrEnum"):  # Python 3.11+: the standard base, as in ``cuda.core``
 
-    def __str__(self):
-        return str(self.value)
+    class _StrEnum(enum.StrEnum):
+        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
 
-    def __format__(self, spec):
-        return format(str(self.value), spec)
+else:
+
+    class _StrEnum(str, enum.Enum):
+        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
+
+        def __str__(self):
+            return str(self.value)
+
+        def __format__(self, spec):
+            return format(str(self.value), spec)
 
 
 class SourceCodeType(_StrEnum):

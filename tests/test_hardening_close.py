@@ -82,7 +82,7 @@ def test_ptx_program_close_twice_and_use_after_close():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # PTX newer than the driver
         ptx = _program(relocatable_device_code=True).compile("ptx").code
-    prog = Program(ptx, "ptx", options=ProgramOptions(arch=ARCH))
+    prog = Program(ptx.decode(), "ptx", options=ProgramOptions(arch=ARCH))
     prog.compile("cubin")
     prog.close()
     prog.close()

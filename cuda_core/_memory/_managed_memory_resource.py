@@ -8,7 +8,6 @@ the driver's advice and prefetch operations to :class:`~cuda_core.Buffer`.
 from __future__ import annotations
 
 import dataclasses
-import enum
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -17,6 +16,7 @@ from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._utils import check_or_create_options, require_open
+from cuda_core.typing import _StrEnum
 
 __all__ = [
     "ManagedBuffer",
@@ -26,15 +26,12 @@ __all__ = [
 ]
 
 
-class ManagedMemoryLocationType(str, enum.Enum):
+class ManagedMemoryLocationType(_StrEnum):
     """Kinds of preferred location of a managed memory pool (plain strings also work)."""
 
     DEVICE = "device"
     HOST = "host"
     HOST_NUMA = "host_numa"
-
-    def __str__(self):
-        return str(self.value)
 
 
 @dataclasses.dataclass
