@@ -189,12 +189,11 @@ class ManagedBuffer(Buffer):
 
     @accessed_by.setter
     def accessed_by(self, locations):
-        view = AccessedBySet(self)
-        current = view._ids()
         target = {}
-        for loc in locations:
-            c_loc = _as_location(loc)
+        for loc in locations:  # every entry is checked before any advice changes
+            c_loc = _accessed_by_location(loc)
             target[_location_key(c_loc)] = c_loc
+        current = AccessedBySet(self)._ids()
         for key in current - set(target):
             self._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _location_from_key(key))
         for key, c_loc in target.items():
@@ -269,8 +268,16 @@ class AccessedBySet:
         return f"AccessedBySet({set(self)!r})"
 
     def add(self, location):
-        """Apply accessed-by advice for ``location``."""
-        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _as_location(location))
+        """Apply accessed-by advice for ``location``.
+
+        Raises
+        ------
+        ValueError
+            For a NUMA-specific Host (``Host(numa_id=N)``,
+            ``Host.numa_current()``): the driver takes accessed-by advice
+            only for devices and the plain host.
+        """
+        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _accessed_by_location(location))
 
     def discard(self, location):
         """Remove accessed-by advice for ``location``.
@@ -375,6 +382,18 @@ def _device_location(dev_id):
     c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
     c_loc.id = dev_id
     return c_loc
+
+
+def _accessed_by_location(location):
+    """``_as_location`` for accessed-by advice, which refuses host NUMA locations."""
+    c_loc = _as_location(location)
+    if c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        kind = "host_numa"
+    elif c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        kind = "host_numa_current"
+    else:
+        return c_loc
+    raise ValueError(f"advise 'set_accessed_by' does not support location_type='{kind}'")
 
 
 def _as_location(location):
