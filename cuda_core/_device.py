@@ -29,6 +29,7 @@ from cuda_core._device_resources import _DEVICE_TYPE, DeviceResources
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._green_context import create_green_context
+from cuda_core._memory._location import DEVICE_TYPE as _LOCATION_DEVICE
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
 from cuda_core._stream_protocol import _as_index, _graph_builder_type
 from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
@@ -580,3 +581,4 @@ def _retain_primary(device_id):
 
 _DEVICE_TYPE.append(Device)  # WorkqueueResource.device
 _cuda_device_slot.append(Device)  # system.Device.to_cuda_device() returns this class
+_LOCATION_DEVICE.append(Device)  # memory locations (prefetch, advice, copy hints)
