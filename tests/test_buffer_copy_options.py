@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import cuda_core._slots as _slots
 from cuda_core import (
     LEGACY_DEFAULT_STREAM,
     PER_THREAD_DEFAULT_STREAM,
@@ -66,14 +67,13 @@ def fake_driver(monkeypatch):
     """Install a FakeDriver; ``set_version(v)`` picks the driver version (13.2 to start)."""
     driver = FakeDriver()
     monkeypatch.setattr(_copy_options, "lib", driver)
-    monkeypatch.setattr(_location, "DEVICE_TYPE", [FakeDevice])
-    monkeypatch.setattr(_location, "_DRIVER_VERSION", [13020])
+    monkeypatch.setattr(_slots, "Device", FakeDevice)
     versions = [13020]
+    monkeypatch.setattr(_location, "current_driver_version", lambda: versions[0])
     monkeypatch.setattr(_copy_options, "current_driver_version", lambda: versions[0])
 
     def set_version(v):
         versions[0] = v
-        _location._DRIVER_VERSION[:] = [v]
 
     driver.set_version = set_version
     return driver

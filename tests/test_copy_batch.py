@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from _scripts.hardening_util import run_script
 
+import cuda_core._slots as _slots
 from cuda_core import (
     LEGACY_DEFAULT_STREAM,
     PER_THREAD_DEFAULT_STREAM,
@@ -51,8 +52,8 @@ class FakeDevice:
 @pytest.fixture
 def fake_locations(monkeypatch):
     """FakeDevice counts as the Device class, and the driver as CUDA 13.0 (NUMA hosts)."""
-    monkeypatch.setattr(_location, "DEVICE_TYPE", [FakeDevice])
-    monkeypatch.setattr(_location, "_DRIVER_VERSION", [13000])
+    monkeypatch.setattr(_slots, "Device", FakeDevice)
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 13000)
 
 
 def _views(n, size=64, base=0x10000):
@@ -187,7 +188,7 @@ def test_location_pair(fake_locations):
 
 
 def test_location_pair_numa_host_needs_cuda13_driver(monkeypatch, fake_locations):
-    monkeypatch.setattr(_location, "_DRIVER_VERSION", [12090])
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 12090)
     assert _location.location_pair(Host()) == (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
     assert _location.location_pair(FakeDevice(1)) == (lib.CU_MEM_LOCATION_TYPE_DEVICE, 1)
     for host in (Host(numa_id=0), Host.numa_current()):
@@ -201,7 +202,7 @@ def test_location_device_class_comes_from_device_module():
     # cuda_core._device fills the slot at import: real Devices are locations.
     from cuda_core import Device
 
-    assert _location.DEVICE_TYPE == [Device]
+    assert _slots.Device is Device
 
 
 def test_reject_unsupported_during_api_call():

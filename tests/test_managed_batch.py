@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import cuda_core._slots as _slots
 from cuda_core import (
     PER_THREAD_DEFAULT_STREAM,
     Buffer,
@@ -42,8 +43,8 @@ class FakeDevice:
 @pytest.fixture
 def fake_locations(monkeypatch):
     """FakeDevice counts as the Device class, and the driver as CUDA 13.0 (NUMA hosts)."""
-    monkeypatch.setattr(_location, "DEVICE_TYPE", [FakeDevice])
-    monkeypatch.setattr(_location, "_DRIVER_VERSION", [13000])
+    monkeypatch.setattr(_slots, "Device", FakeDevice)
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 13000)
 
 
 class FakeResource(MemoryResource):
@@ -139,7 +140,7 @@ def test_broadcast_locations(fake_locations):
 
 
 def test_numa_host_locations_need_a_cuda13_driver(monkeypatch):
-    monkeypatch.setattr(_location, "_DRIVER_VERSION", [12080])
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 12080)
     bufs = _fake(2, cls=ManagedBuffer)
     for fn in (prefetch_batch, discard_prefetch_batch):
         for host in (Host(numa_id=0), Host.numa_current()):
@@ -235,7 +236,7 @@ def test_managed_buffer_advice_location_kinds(fake_locations):
 
 
 def test_managed_buffer_numa_hosts_need_a_cuda13_driver(monkeypatch):
-    monkeypatch.setattr(_location, "_DRIVER_VERSION", [12080])
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 12080)
     buf = _fake(1, cls=ManagedBuffer)[0]
     numa = r"^Host\(numa_id=\.\.\.\) / Host\.numa_current\(\) require"
     with pytest.raises(TypeError, match=numa):
@@ -270,7 +271,11 @@ def test_last_prefetch_location_decoding(monkeypatch, fake_locations, version, v
         asked.append(attrs[attribute])
         return values[attrs[attribute]]
 
-    monkeypatch.setattr(_managed_memory_resource, "_driver_version", lambda: version)
+    monkeypatch.setattr(
+        _managed_memory_resource,
+        "driver_at_least",
+        lambda major, minor: version >= major * 1000 + minor * 10,
+    )
     monkeypatch.setattr(ManagedBuffer, "_range_int", range_int)
     got = _fake(1, cls=ManagedBuffer)[0].last_prefetch_location
     if isinstance(expect, tuple):

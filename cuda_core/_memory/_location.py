@@ -10,15 +10,12 @@ checks.  Device ordinals are not locations (as in ``cuda.core``).
 
 from __future__ import annotations
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import lib
 from cuda_core._host import Host
 from cuda_core._loader import driver_version
 
 __all__ = []
-
-#: ``[Device]``, filled in by ``cuda_core._device`` at import (this layer
-#: cannot import it).
-DEVICE_TYPE = []
 
 #: The driver version that introduced host NUMA locations in cuda.core's
 #: managed-memory and copy operations.
@@ -29,7 +26,8 @@ _LOC_HOST = lib.CU_MEM_LOCATION_TYPE_HOST
 _LOC_HOST_NUMA = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA
 _LOC_HOST_NUMA_CURRENT = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
 
-_DRIVER_VERSION = []  # [int] once read
+#: The driver's CUDA version (asked once per process, by the loader).
+current_driver_version = driver_version
 
 
 def location_pair(value, *, allow_none=False):
@@ -47,7 +45,7 @@ def location_pair(value, *, allow_none=False):
         For anything else (device ordinals included), and for a NUMA-specific
         Host with a driver older than CUDA 13.0.
     """
-    if DEVICE_TYPE and isinstance(value, DEVICE_TYPE[0]):
+    if _is_device(value):
         return (_LOC_DEVICE, value.device_id)
     if isinstance(value, Host):
         if value.is_numa_current:
@@ -66,19 +64,17 @@ def location_pair(value, *, allow_none=False):
 
 def is_location(value):
     """Whether ``value`` is a Device or a Host."""
-    return isinstance(value, Host) or bool(DEVICE_TYPE) and isinstance(value, DEVICE_TYPE[0])
+    return isinstance(value, Host) or _is_device(value)
 
 
 def device_location(ordinal):
     """Return the :class:`~cuda_core.Device` of ``ordinal`` (a location the driver reported)."""
-    return DEVICE_TYPE[0](ordinal)
+    return _slots.Device(ordinal)
 
 
-def current_driver_version():
-    """Return the driver's CUDA version (read once per process)."""
-    if not _DRIVER_VERSION:
-        _DRIVER_VERSION.append(driver_version())
-    return _DRIVER_VERSION[0]
+def _is_device(value):
+    device_class = _slots.Device
+    return device_class is not None and isinstance(value, device_class)
 
 
 def _require_numa_driver():

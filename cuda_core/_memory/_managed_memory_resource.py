@@ -12,12 +12,14 @@ import dataclasses
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._host import Host
+from cuda_core._loader import driver_at_least, require_driver
 from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._location import device_location, is_location, location_pair
 from cuda_core._memory._memory_pool import _MemPool
+from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._utils import check_or_create_options, require_open
-from cuda_core.typing import _StrEnum
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = [
     "ManagedBuffer",
@@ -69,6 +71,9 @@ class ManagedMemoryLocationType(_StrEnum):
     DEVICE = "device"
     HOST = "host"
     HOST_NUMA = "host_numa"
+
+
+_register(ManagedMemoryLocationType)
 
 
 @dataclasses.dataclass
@@ -274,7 +279,7 @@ class ManagedBuffer(Buffer):
 
     def _location_attribute(self, type_attr, id_attr, legacy_attr):
         """Read a location attribute: ``(type, id)`` on CUDA 13, the legacy id before."""
-        if _driver_version() >= 13000:  # type and id: host NUMA nodes round-trip
+        if driver_at_least(13, 0):  # type and id: host NUMA nodes round-trip
             return _typed_location_object(self._range_int(type_attr), self._range_int(id_attr))
         return _location_object(self._range_int(legacy_attr))
 
@@ -401,14 +406,7 @@ class ManagedMemoryResource(_MemPool):
             ManagedMemoryResourceOptions, options, "ManagedMemoryResource options", keep_none=True
         )
         check(lib.cuInit(0), "cuInit")
-        from cuda_core._loader import driver_version
-
-        version = driver_version()
-        if version < 13000:
-            raise RuntimeError(
-                "ManagedMemoryResource requires a CUDA 13.0 or newer driver (this driver "
-                f"supports CUDA {version // 1000}.{version % 1000 // 10})"
-            )
+        require_driver(13, 0, "ManagedMemoryResource", RuntimeError)
         loc_type, loc_id, self._preferred = _pool_location(opts)
         dev_id = loc_id if loc_type == lib.CU_MEM_LOCATION_TYPE_DEVICE else -1
         if opts is None:
@@ -464,8 +462,6 @@ def _pool_location(opts):
     if kind is ManagedMemoryLocationType.HOST:
         return lib.CU_MEM_LOCATION_TYPE_HOST, 0, (kind, None)
     if loc is None:
-        from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
-
         loc = _host_numa_id_for_current_device()
     return lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, loc, (kind, loc)
 
@@ -502,9 +498,3 @@ def _typed_location_object(kind, loc_id):
     if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
         return Host.numa_current()
     return None
-
-
-def _driver_version():
-    out = ffi.new("int *")
-    check(lib.cuDriverGetVersion(out))
-    return out[0]
