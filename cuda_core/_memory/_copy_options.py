@@ -75,8 +75,9 @@ class CopyOptions:
         Where the source should be read from.  Honoured only for managed
         memory on devices with concurrent managed access and for pageable
         system memory on devices that access it directly; ignored otherwise.
-        It neither prefetches nor sets advice.  ``None``: no hint.  A device
-        ordinal, or ``-1`` for the host, is also accepted.
+        It neither prefetches nor sets advice.  ``None``: no hint.  Checked
+        when the copy is made (TypeError for anything else, device ordinals
+        included).
     dst_location_hint : Device, Host or None
         The same, for the destination.
     overlap_mode : MemcpyOverlapMode or str

@@ -46,7 +46,8 @@ def prefetch_batch(stream, buffers, locations):
         Managed allocations (a bare Buffer is refused).
     locations : Device, Host or sequence of them
         One location for every buffer, or one per buffer (same length).
-        A device ordinal, or ``-1`` for the host, is also accepted.
+        ``Host(numa_id=...)`` and ``Host.numa_current()`` need a CUDA 13
+        driver.
 
     Raises
     ------
