@@ -418,16 +418,21 @@ def status_in(status, codes):
     return status in codes
 
 
-def warn_cuda(what, status, stacklevel=2):
+def warn_cuda(what, status, stacklevel=2, done=()):
     """Report a failure that cannot be raised (finalizers, callbacks).
 
     ``CUDA_ERROR_DEINITIALIZED`` (the driver shutting down at exit) is not
     reported: nothing can be done about it and the memory is gone anyway.
     Neither is anything in a child created by ``fork()`` after its parent
     loaded the driver (see :func:`in_forked_child`): the objects it inherited
-    belong to the parent.
+    belong to the parent.  ``done`` names statuses (``"CUDA_ERROR_..."``)
+    with which the call still did the caller's job, e.g.
+    ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`` from ``cuStreamEndCapture``:
+    the capture has ended, with nothing left to discard.
     """
     if status in (0, lib.CUDA_ERROR_DEINITIALIZED) or in_forked_child():
+        return
+    if done and any(status == getattr(lib, name) for name in done):
         return
     err = driver_error(status)
     warnings.warn(f"{what} failed: {err}", CUDAWarning, stacklevel=stacklevel + 1)

@@ -262,6 +262,8 @@ class ManagedBuffer(Buffer):
                     f"accessed_by entries must be Device or Host, got {type(loc).__name__}"
                 )
             target.add(loc)
+        for loc in target:  # NUMA hosts are refused before any advice changes
+            _advice_pair(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, loc)
         current = set(AccessedBySet(self))
         for loc in current - target:
             self._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, loc)
@@ -287,16 +289,7 @@ class ManagedBuffer(Buffer):
         """Apply ``advice`` for ``location`` (a Device, a Host, or None where ignored)."""
         require_open(self, self._closed, "ManagedBuffer")
         _require_managed(self, "advise")
-        pair = location_pair(location, allow_none=advice in _ADVICE_WITHOUT_LOCATION)
-        if pair is None:
-            # The driver ignores the location of this advice but still checks it.
-            pair = (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
-        elif pair[0] not in _ADVICE_LOCATION_TYPES[advice]:
-            raise ValueError(
-                f"advise {_ADVICE_NAMES[advice]} does not support "
-                f"location_type='{_LOCATION_TYPE_NAMES[pair[0]]}'"
-            )
-        c_loc = _c_location(pair)
+        c_loc = _c_location(_advice_pair(advice, location))
         check(lib.cuMemAdvise_v2(self._ptr, self._size, advice, c_loc[0]), "cuMemAdvise")
 
 
@@ -469,6 +462,20 @@ def _pool_location(opts):
 def _require_managed(buf, what):
     if not buf.is_managed:
         raise ValueError(f"{what} requires a managed-memory allocation")
+
+
+def _advice_pair(advice, location):
+    """The ``(type, id)`` of ``location`` for ``advice``, checked against what it takes."""
+    pair = location_pair(location, allow_none=advice in _ADVICE_WITHOUT_LOCATION)
+    if pair is None:
+        # The driver ignores the location of this advice but still checks it.
+        return (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
+    if pair[0] not in _ADVICE_LOCATION_TYPES[advice]:
+        raise ValueError(
+            f"advise {_ADVICE_NAMES[advice]} does not support "
+            f"location_type='{_LOCATION_TYPE_NAMES[pair[0]]}'"
+        )
+    return pair
 
 
 def _c_location(pair):

@@ -170,7 +170,10 @@ class GraphBuilder(_BuilderNodes):
         Raises
         ------
         CUDAError
-            If ending the capture or destroying the stream fails.
+            If ending the capture or destroying the stream fails.  As in
+            ``cuda.core``, a capture that an earlier error invalidated ends
+            with ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED``; the builder is
+            closed and its stream destroyed all the same.
         """
         if self._closed:
             return
