@@ -476,8 +476,12 @@ def test_copy_validation():
         a.copy_from(bytearray(8), stream=LEGACY_DEFAULT_STREAM)
     with pytest.raises(TypeError, match="Stream or GraphBuilder expected"):
         a.copy_to(b, stream="default")
-    with pytest.raises(NotImplementedError, match="options"):
+    with pytest.raises(TypeError, match="^copy_to: options must be CopyOptions, got object"):
         a.copy_to(b, stream=LEGACY_DEFAULT_STREAM, options=object())
+    with pytest.raises(TypeError, match="^copy_from: options must be CopyOptions, got dict"):
+        a.copy_from(b, stream=LEGACY_DEFAULT_STREAM, options={})
+    with pytest.raises(ValueError, match="sizes mismatch"):  # sizes are checked first
+        a.copy_to(c, stream=LEGACY_DEFAULT_STREAM, options=object())
     view = Buffer.from_handle(0x1000, 8)
     with pytest.raises(ValueError, match="destination buffer must be provided"):
         view.copy_to(stream=LEGACY_DEFAULT_STREAM)
