@@ -83,7 +83,8 @@ static void cc_dlpack_capsule_destructor(PyObject *capsule) {
     }
 }
 
-/* Replace bridge[token] (the owner to keep alive) by a new DLPack capsule. */
+/* Replace bridge[token] (the owner to keep alive) by a new DLPack capsule.
+   strides may be NULL (C-contiguous, not stated). */
 int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,
                      int32_t device_id, int32_t ndim, uint8_t code, uint8_t bits,
                      uint16_t lanes, const int64_t *shape, const int64_t *strides,
@@ -109,7 +110,7 @@ int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_
     dims = (int64_t *)((char *)block + head);
     for (i = 0; i < ndim; i++) {
         dims[i] = shape[i];
-        dims[ndim + i] = strides[i];
+        dims[ndim + i] = strides != NULL ? strides[i] : 0;
     }
     if (versioned) {
         DLManagedTensorVersioned *v = (DLManagedTensorVersioned *)block;
@@ -133,7 +134,7 @@ int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_
     t->dtype.bits = bits;
     t->dtype.lanes = lanes;
     t->shape = ndim ? dims : NULL;
-    t->strides = ndim ? dims + ndim : NULL;
+    t->strides = (ndim && strides != NULL) ? dims + ndim : NULL;
     t->byte_offset = 0;
     Py_INCREF(owner);
     capsule = PyCapsule_New(block, versioned ? "dltensor_versioned" : "dltensor",

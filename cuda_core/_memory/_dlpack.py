@@ -106,7 +106,8 @@ def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned
     dtype : tuple
         DLPack ``(code, bits, lanes)``.
     shape, strides : sequence of int
-        Extents and strides (in elements), of equal length.
+        Extents and strides (in elements), of equal length; ``strides`` may
+        be None (a NULL strides pointer: C-contiguous, not stated).
     versioned : bool
         Produce a ``dltensor_versioned`` capsule (DLPack 1.3) instead of a
         legacy ``dltensor`` one.
@@ -114,10 +115,10 @@ def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned
         Set the read-only flag (versioned capsules only).
     """
     ndim = len(shape)
-    if len(strides) != ndim:
+    if strides is not None and len(strides) != ndim:
         raise BufferError("shape and strides must have the same length")
     c_shape = ffi.new("int64_t[]", list(shape)) if ndim else ffi.NULL
-    c_strides = ffi.new("int64_t[]", list(strides)) if ndim else ffi.NULL
+    c_strides = ffi.new("int64_t[]", list(strides)) if ndim and strides is not None else ffi.NULL
     code, bits, lanes = dtype
     flags = DLPACK_FLAG_BITMASK_READ_ONLY if (readonly and versioned) else 0
     token = next(_tokens)
