@@ -186,16 +186,16 @@ def test_from_dlpack_unsupported_dtypes():
     x = np.zeros(4, dtype=np.uint16)
     v = StridedMemoryView.from_dlpack(Exporter(x, dtype=(2, 8, 2)), stream_ptr=-1)
     with pytest.raises(NotImplementedError, match="lanes"):
-        v.dtype
+        _ = v.dtype
     try:
         import ml_dtypes  # noqa: F401
     except ImportError:
         v = StridedMemoryView.from_dlpack(Exporter(x, dtype=(4, 16, 1)), stream_ptr=-1)
         with pytest.raises(NotImplementedError, match="ml_dtypes"):
-            v.dtype
+            _ = v.dtype
     v = StridedMemoryView.from_dlpack(Exporter(x, dtype=(2, 24, 1)), stream_ptr=-1)
     with pytest.raises(TypeError, match="float24 is not supported"):
-        v.dtype
+        _ = v.dtype
 
 
 def test_from_dlpack_unsupported_device():

@@ -157,7 +157,7 @@ def _dlpack_dtype(tensor):
 # CUDA Array Interface and NumPy's array interface
 # --------------------------------------------------------------------------
 def _interface_dict(data):
-    if not isinstance(data, dict):
+    if data is not None and not isinstance(data, dict):
         raise TypeError(f"Expected dict, got {type(data).__name__}")
     return data
 
