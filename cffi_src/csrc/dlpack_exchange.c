@@ -38,10 +38,13 @@ static int cc_smv_managed_tensor_allocator(
     DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
     void (*SetError)(void *error_ctx, const char *kind, const char *message)) {
     static const char msg[] = "managed_tensor_allocator is not supported by StridedMemoryView";
-    PyGILState_STATE st = PyGILState_Ensure();
+    PyGILState_STATE st;
     (void)prototype;
     if (out != NULL) *out = NULL;
+    /* dlpack.h leaves taking the GIL to SetError; calling it without holding
+       the GIL also keeps PyPy's cffi callbacks from re-entering it. */
     if (SetError != NULL) SetError(error_ctx, "NotImplementedError", msg);
+    st = PyGILState_Ensure();
     PyErr_SetString(PyExc_NotImplementedError, msg);
     PyGILState_Release(st);
     return -1;

@@ -118,6 +118,8 @@ def _view_from_capsule(view, capsule, exporting_obj):
         view._device_id = int(tensor.device.device_id)
         view._is_device_accessible = True
     else:
+        view._consumed.release()  # the tensor is ours: give it back now, not at GC
+        view._consumed = None
         raise BufferError("device not supported")
 
 
