@@ -170,7 +170,11 @@ class StridedMemoryView:
         return export_capsule(self, versioned)
 
     def __dlpack_device__(self):
-        """Return the DLPack ``(device_type, device_id)`` of the viewed memory."""
+        """Return the DLPack ``(device_type, device_id)`` of the viewed memory.
+
+        For a view made by :meth:`from_buffer`, the Buffer's own (managed
+        memory is ``kDLCUDAManaged``, where cuda.core says ``kDLCUDAHost``).
+        """
         consumed = self._consumed
         if consumed is not None:
             device_type = int(consumed.tensor.device.device_type)
@@ -278,6 +282,8 @@ class StridedMemoryView:
             Bytes per element; needed when ``dtype`` is not given.
         dtype : numpy.dtype, optional
             Element type; its itemsize must match ``itemsize`` if both given.
+            Anything ``numpy.dtype()`` accepts (cuda.core takes only a
+            ``numpy.dtype`` instance).
         is_readonly : bool
             Mark the view read-only.
 
@@ -312,7 +318,8 @@ class StridedMemoryView:
         Parameters
         ----------
         layout : object with ``shape``, ``strides`` and ``itemsize``, optional
-            The new layout (strides in elements, None for C-contiguous).
+            The new layout (strides in elements, None for C-contiguous); any
+            such object, where cuda.core takes only its own layout class.
         dtype : numpy.dtype, optional
             The new dtype; its itemsize must match the layout's.
         """
@@ -407,7 +414,8 @@ class StridedMemoryView:
 
         For DLPack and PyTorch sources it is decoded on first access, so an
         unsupported element type raises here (TypeError or
-        NotImplementedError), not when the view is made.
+        NotImplementedError), not when the view is made.  A DLPack bfloat
+        of other than 16 bits raises TypeError (cuda.core calls it bfloat16).
         """
         if self._dtype is None:
             if self._consumed is not None:

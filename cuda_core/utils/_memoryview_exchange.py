@@ -9,7 +9,10 @@ the view class its ``__dlpack_c_exchange_api__`` and
 ``DLPackExchangeAPI`` struct (DLPack 1.3) whose C functions
 (``cffi_src/csrc/dlpack_exchange.c``) call back into the Python functions
 defined here.  The capsule is made through cpyext on PyPy, so the API is
-there on both interpreters.
+there on both interpreters.  Unlike cuda.core, ``managed_tensor_allocator``
+calls the consumer's ``SetError`` without holding the GIL (dlpack.h leaves
+taking it to ``SetError``; PyPy's cffi callbacks need it so), then sets the
+same ``NotImplementedError``.
 """
 
 from __future__ import annotations
