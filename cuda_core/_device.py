@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
+import cuda_core._slots as _slots
 from cuda_core._context import (
     Context,
     _context_of,
@@ -25,11 +26,17 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream
 from cuda_core._device_properties import DeviceProperties
+from cuda_core._device_resources import _DEVICE_TYPE, DeviceResources
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
+from cuda_core._green_context import create_green_context
+from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
-from cuda_core._stream_protocol import _as_index, _graph_builder_type
-from cuda_core._utils import require_open
+from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
+from cuda_core._utils import index_or_none, require_open
+from cuda_core.system._device import Device as _SystemDevice
+from cuda_core.system._device import cuda_device_class as _cuda_device_slot
+from cuda_core.texture._factories import TextureFactories
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -53,7 +60,7 @@ class ComputeCapability(NamedTuple):
     minor: int
 
 
-class Device:
+class Device(TextureFactories):
     """A CUDA GPU, and the entry point to streams, events and memory on it.
 
     ``Device(device_id)`` returns the calling thread's singleton object for
@@ -202,14 +209,37 @@ class Device:
         return previous
 
     def create_context(self, options=None):
-        """Create a green context (not supported yet).
+        """Create a green context from device resources; it is not made current.
+
+        Parameters
+        ----------
+        options : ContextOptions
+            The resources of the context: SM groups from one
+            :meth:`SMResource.split <cuda_core.SMResource.split>` of
+            :attr:`resources`, optionally a configured workqueue resource.
+
+        Returns
+        -------
+        Context
+            A green context (:attr:`Context.is_green
+            <cuda_core.Context.is_green>`); make streams on it with
+            :meth:`Context.create_stream <cuda_core.Context.create_stream>`,
+            or make it current with :meth:`set_current`.
 
         Raises
         ------
+        ValueError
+            Without resources, or with a dry-run SMResource.
+        TypeError
+            If ``options`` is not a ContextOptions (or dict), or a resource
+            is neither an SMResource nor a WorkqueueResource.
         NotImplementedError
-            Always: green contexts are not implemented in cuda_core.
+            With a driver older than CUDA 12.4.
+        CUDAError
+            If the driver rejects the resources (e.g. groups from different
+            splits: ``CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION``).
         """
-        raise NotImplementedError("green contexts (Device.create_context) are not supported yet")
+        return create_green_context(self._device_id, options)
 
     def create_stream(self, obj=None, options=None):
         """Create a new stream, or wrap a foreign one.
@@ -317,7 +347,7 @@ class Device:
         GraphBuilder
         """
         self._check_initialized()
-        builder = _graph_builder_type()
+        builder = _slots.GraphBuilder
         if builder is None:
             raise ImportError(
                 "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
@@ -341,6 +371,10 @@ class Device:
         out = ffi.new("int *")
         check(lib.cuDeviceCanAccessPeer(out, self._device_id, peer._device_id))
         return bool(out[0])
+
+    def to_system_device(self):
+        """Return the :class:`cuda_core.system.Device` (NVML) of this GPU, matched by UUID."""
+        return _SystemDevice._from_cuda_uuid(self.uuid)
 
     @property
     def device_id(self):
@@ -376,6 +410,11 @@ class Device:
         buf = ffi.new("char[]", 64)
         check(lib.cuDeviceGetPCIBusId(buf, 64, self._device_id))
         return ffi.string(buf).decode()
+
+    @property
+    def resources(self):
+        """DeviceResources: The device's resources (SMs, workqueues) for green contexts."""
+        return DeviceResources._for_device(self._device_id)
 
     @property
     def properties(self):
@@ -424,15 +463,11 @@ class Device:
         """
         mr = self._memory_resource
         if mr is None:
-            from cuda_core._memory import _default_memory_resource
-
             mr = self._memory_resource = _default_memory_resource(self)
         return mr
 
     @memory_resource.setter
     def memory_resource(self, mr):
-        from cuda_core._memory import MemoryResource
-
         if not isinstance(mr, MemoryResource):
             raise TypeError(f"memory_resource must be a MemoryResource, not {type(mr).__name__}")
         self._memory_resource = mr
@@ -446,6 +481,9 @@ class Device:
         non-zero integer, else :data:`~cuda_core.LEGACY_DEFAULT_STREAM`.
         """
         return default_stream()
+
+
+_TENSOR_MAP_DEVICE.append(Device)
 
 
 # --------------------------------------------------------------------------
@@ -508,7 +546,7 @@ def _lookup_device(cls, device_id):
             check(lib.cuCtxGetDevice(dev_out))
             device_id = int(dev_out[0])
     else:
-        value = _as_index(device_id)
+        value = index_or_none(device_id)
         if value is None:
             raise TypeError(
                 f"device_id must be an int, a Device or None, not {type(device_id).__name__}"
@@ -535,3 +573,8 @@ def _retain_primary(device_id):
             check(lib.cuDevicePrimaryCtxRetain(out, device_id))
             c_ctx = _primary[device_id] = out[0]
     return c_ctx
+
+
+_slots.Device = Device
+_DEVICE_TYPE.append(Device)  # WorkqueueResource.device
+_cuda_device_slot.append(Device)  # system.Device.to_cuda_device() returns this class

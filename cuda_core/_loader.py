@@ -13,7 +13,10 @@ Search order for NVRTC, nvJitLink and libNVVM, stopping at the first hit:
 5. the system loader (``LD_LIBRARY_PATH``, ``ldconfig``).
 
 The driver (``libcuda.so.1``) comes from the system loader only; it is
-loaded by the extension itself on the first driver call.  ``import
+loaded by the extension itself on the first driver call.  NVML
+(``libnvidia-ml.so.1``, part of the driver) comes from the override
+``CUDA_CORE_NVML_PATH`` or else the system loader, never from a wheel or a
+toolkit; :mod:`cuda_core.system` loads it at its first call.  ``import
 cuda_core`` needs none of these libraries.
 """
 
@@ -24,22 +27,37 @@ import site
 import sys
 import threading
 
+import cuda_core._errors as _errors
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import LibraryNotFoundError, driver_error
+from cuda_core._errors import (
+    CUDAError,
+    LibraryNotFoundError,
+    check,
+    check_nvjitlink,
+    check_nvrtc,
+    check_nvvm,
+    driver_error,
+    driver_not_found_error,
+)
 
 __all__ = [
     "driver_not_found_error",
+    "driver_at_least",
     "driver_version",
     "ensure_loaded",
+    "format_cuda_version",
     "libdevice_path",
     "library_path",
     "load_driver",
+    "load_nvml",
     "nvjitlink_version",
     "nvrtc_version",
     "nvvm_version",
+    "require_driver",
 ]
 
 _LOCK = threading.Lock()
+_DRIVER_VERSION = []  # [version] once asked
 
 # name -> (index in the extension, env var, wheel-relative candidates,
 #          toolkit-relative candidates, system-loader names, pip hint)
@@ -174,20 +192,54 @@ def load_driver():
     """Load the CUDA driver (``libcuda.so.1``) from the system loader."""
     if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
         if lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED:
-            raise driver_error(3)  # CUDA_ERROR_NOT_INITIALIZED, with the fork() hint
+            raise driver_error(lib.CUDA_ERROR_NOT_INITIALIZED)  # with the fork() hint
         raise driver_not_found_error()
 
 
-def driver_not_found_error():
-    """Return the exception describing why the CUDA driver is unavailable."""
-    reason = ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
-    return LibraryNotFoundError(
-        "the CUDA driver could not be loaded: "
-        f"{reason or 'unknown reason'}. Searched: the system loader for libcuda.so.1 "
-        "(the driver is never taken from a wheel or a toolkit). "
-        "Fix: install the NVIDIA driver on a machine with an NVIDIA GPU, "
-        "or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH."
-    )
+_NVML_ENV = "CUDA_CORE_NVML_PATH"
+_NVML_SONAME = "libnvidia-ml.so.1"
+
+
+def load_nvml():
+    """Load NVML (``libnvidia-ml.so.1``) if needed.
+
+    The override ``CUDA_CORE_NVML_PATH`` (a file path) is tried alone when
+    set; otherwise the system loader.  A failed search is not remembered:
+    the next call searches again.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        Naming what was searched and how to fix it.
+    """
+    index = lib.CC_LIB_NVML
+    if lib.cc_library_state(index) == 1:
+        return
+    with _LOCK:
+        if lib.cc_library_state(index) == 1:
+            return
+        attempts = []
+        override = os.environ.get(_NVML_ENV)
+        if override:
+            if not os.path.exists(override):
+                raise LibraryNotFoundError(
+                    f"NVML: {_NVML_ENV} is set to {override!r}, which does not exist. "
+                    f"Point {_NVML_ENV} at {_NVML_SONAME} or unset it."
+                )
+            if _try_load(index, override, attempts):
+                return
+            raise LibraryNotFoundError(
+                f"NVML: {_NVML_ENV}={override!r} could not be loaded: {attempts[-1]}"
+            )
+        if _try_load(index, _NVML_SONAME, attempts):
+            return
+        raise LibraryNotFoundError(
+            f"NVML ({_NVML_SONAME}) could not be loaded. Searched: the system loader "
+            f"({attempts[-1]}); NVML is part of the NVIDIA driver and is never taken "
+            "from a wheel or a toolkit. Fix: install the NVIDIA driver, add the "
+            f"directory holding {_NVML_SONAME} to LD_LIBRARY_PATH, or set {_NVML_ENV} "
+            "to its path."
+        )
 
 
 def library_path(name):
@@ -200,18 +252,41 @@ def library_path(name):
 
 
 def driver_version():
-    """Return the driver's CUDA version as an int (e.g. 13000)."""
-    from cuda_core._errors import check
-
+    """Return the driver's CUDA version as an int (e.g. 13000), asked once per process."""
+    if _DRIVER_VERSION:
+        return _DRIVER_VERSION[0]
     out = ffi.new("int *")
     check(lib.cuDriverGetVersion(out))
+    _DRIVER_VERSION[:] = [out[0]]
     return out[0]
+
+
+def format_cuda_version(version):
+    """Return a CUDA version int (``12030``) as ``"12.3"``."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def driver_at_least(major, minor):
+    """Return whether the driver supports CUDA ``major.minor``."""
+    return driver_version() >= major * 1000 + minor * 10
+
+
+def require_driver(major, minor, what, error=CUDAError):
+    """Raise ``error`` unless the driver supports CUDA ``major.minor``, naming ``what``.
+
+    The message reads "Driver version 12.2 does not support <what> (needs
+    CUDA 12.3 or newer)".
+    """
+    have = driver_version()
+    if have < major * 1000 + minor * 10:
+        raise error(
+            f"Driver version {format_cuda_version(have)} does not support {what} "
+            f"(needs CUDA {major}.{minor} or newer)"
+        )
 
 
 def nvrtc_version():
     """Return NVRTC's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvrtc
-
     ensure_loaded("nvrtc")
     v = ffi.new("int[2]")
     check_nvrtc(lib.nvrtcVersion(v, v + 1))
@@ -220,8 +295,6 @@ def nvrtc_version():
 
 def nvjitlink_version():
     """Return nvJitLink's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvjitlink
-
     ensure_loaded("nvjitlink")
     v = ffi.new("unsigned int[2]")
     check_nvjitlink(lib.nvJitLinkVersion(v, v + 1))
@@ -230,8 +303,6 @@ def nvjitlink_version():
 
 def nvvm_version():
     """Return libNVVM's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvvm
-
     ensure_loaded("nvvm")
     v = ffi.new("int[2]")
     check_nvvm(lib.nvvmVersion(v, v + 1))
@@ -255,3 +326,6 @@ def libdevice_path():
         if os.path.exists(c):
             return os.path.normpath(c)
     return None
+
+
+_errors._ensure_loaded = ensure_loaded

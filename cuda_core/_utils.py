@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import operator
+import os
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import check
 
 __all__ = [
+    "SIZE_MAX",
+    "as_address",
     "as_int_handle",
+    "as_list",
+    "as_size",
     "check_nonnegative_int",
     "check_or_create_options",
     "handle_finalizer",
@@ -22,39 +26,38 @@ __all__ = [
 
 
 def check_or_create_options(cls, options, desc, *, keep_none=False):
-    """Coerce ``options`` into an instance of dataclass ``cls``.
+    """Coerce ``options`` into an instance of the options class ``cls``.
 
-    ``None`` becomes ``cls()`` (or stays None with ``keep_none``), a dict
-    becomes ``cls(**options)``, an instance passes through; anything else
-    raises TypeError naming ``desc``.
+    As ``cuda.core`` does: ``None`` becomes ``cls()`` (or stays None with
+    ``keep_none``), a dict becomes ``cls(**options)`` (an unknown key raises
+    the TypeError of ``cls.__init__``), an instance passes through, and
+    anything else raises TypeError ``"The <desc> must be provided as an
+    object of type <cls> or as a dict with valid <desc>. The provided object
+    is '<options>'."``.
     """
     if options is None:
-        return None if keep_none else cls()
-    if isinstance(options, cls):
-        return options
-    if isinstance(options, dict):
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise TypeError(
-                f"{desc}: unknown option(s) {', '.join(unknown)}; "
-                f"accepted: {', '.join(sorted(names))}"
-            )
-        return cls(**options)
-    raise TypeError(
-        f"{desc} must be a {cls.__name__}, a dict or None, not {type(options).__name__}"
-    )
+        if keep_none:
+            return None
+        options = cls()
+    elif isinstance(options, dict):
+        options = cls(**options)
+    if not isinstance(options, cls):
+        raise TypeError(
+            f"The {desc} must be provided as an object of type {cls.__name__} or as a dict "
+            f"with valid {desc}. The provided object is '{options}'."
+        )
+    return options
 
 
 def index_or_none(value):
     """Return ``value`` as a Python int (``operator.index``), or None if it is no integer.
 
-    Bools (Python's and NumPy's) are not integers here, and neither is an
-    object whose ``__index__`` fails (the class ``int`` itself, a NumPy array
-    of more than one element): callers turn None into a TypeError that names
-    their argument.
+    Bools (Python's and NumPy's) are not integers here, and neither is a
+    class or an object whose ``__index__`` fails (a NumPy array of more than
+    one element): callers turn None into a TypeError that names their
+    argument.
     """
-    if isinstance(value, bool):
+    if isinstance(value, (bool, type)):
         return None
     tp = type(value)
     if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
@@ -63,6 +66,44 @@ def index_or_none(value):
         return operator.index(value)
     except Exception:  # noqa: BLE001 - any failure means "not an integer"
         return None
+
+
+#: The largest ``size_t`` / ``CUdeviceptr`` value.
+SIZE_MAX = (1 << 64) - 1
+
+
+def as_size(value, what="size"):
+    """Return ``value`` as a ``size_t`` int, raising TypeError/ValueError naming ``what``."""
+    if value.__class__ is not int or value < 0:
+        value = check_nonnegative_int(value, what)
+    if value > SIZE_MAX:
+        raise ValueError(f"{what} {value} does not fit in size_t (2**64 - 1 at most)")
+    return value
+
+
+def as_address(value, what, accepted):
+    """Return ``value`` as an address in ``[0, 2**64)``.
+
+    A non-integer raises TypeError saying ``what`` must be ``accepted``
+    (e.g. ``"an int address or a Buffer"``).
+    """
+    if value.__class__ is not int:
+        index = index_or_none(value)
+        if index is None:
+            raise TypeError(f"{what} must be {accepted}, not {type(value).__name__}")
+        value = index
+    if not 0 <= value <= SIZE_MAX:
+        raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
+    return value
+
+
+def as_list(value, scalars=(str, os.PathLike)):
+    """Return ``value`` as a list: None is empty, an instance of ``scalars`` one item."""
+    if value is None:
+        return []
+    if isinstance(value, scalars):
+        return [value]
+    return list(value)
 
 
 def check_nonnegative_int(value, what):

@@ -39,6 +39,7 @@ HEADERS = {
     "nvrtc.h": "nvrtc.h",
     "nvjitlink.h": "nvJitLink.h",
     "nvvm.h": "nvvm.h",
+    "nvml.h": "nvml.h",
     "dlpack.h": "dlpack.h",
     "cuda_core.h": None,
     "bench.h": None,
@@ -50,6 +51,7 @@ SEARCH = {
     "nvrtc.h": ("include",),
     "nvJitLink.h": ("include",),
     "nvvm.h": ("include", "nvvm/include"),
+    "nvml.h": ("include",),
     "dlpack.h": ("include/dlpack", "include"),
 }
 
@@ -81,6 +83,8 @@ def _header_dirs(header):
     for s in _site_dirs():
         for sub in ("nvidia/cu13", "nvidia/cuda_nvrtc", "nvidia/nvjitlink", "nvidia/cuda_nvcc"):
             roots.append(os.path.join(s, sub))
+    if header == "nvml.h":
+        roots += ["/usr", "/usr/local"]  # a distribution's NVML development package
     if header == "dlpack.h":
         # DLPack ships inside array libraries' wheels, or as a system package.
         roots += ["/usr", "/usr/local"]
@@ -318,14 +322,41 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
         pytest.skip("cudaTypedefs.h not found (install the CUDA toolkit)")
     with open(typedefs_h) as f:
         text = f.read()
-    variants = {}
-    for base, ver in re.findall(r"\*\s*PFN_(\w+?)_v(\d+)\)", text):
-        variants.setdefault(base, []).append(int(ver))
     lines = ["#include <cuda.h>", "#include <cudaTypedefs.h>"]
+    variants = _pfn_variants(text)
+    # The OpenGL-interop entry points' PFN types live in cudaGLTypedefs.h,
+    # which includes <GL/gl.h> for the two GL types it names.  Where no GL
+    # headers are installed, a stand-in declares just those two, as the
+    # OpenGL ABI defines them (32-bit unsigned ints).
+    include_dirs = [os.path.dirname(cuda_h)]
+    gl_variants = {}
+    gl_typedefs = os.path.join(os.path.dirname(cuda_h), "cudaGLTypedefs.h")
+    if os.path.exists(gl_typedefs):
+        with open(gl_typedefs) as f:
+            gl_variants = _pfn_variants(f.read())
+        lines.append("#include <cudaGLTypedefs.h>")
+        if not _compiles(["#include <GL/gl.h>"], tmp_path):
+            (tmp_path / "gl" / "GL").mkdir(parents=True)
+            (tmp_path / "gl" / "GL" / "gl.h").write_text(
+                "typedef unsigned int GLenum;\ntypedef unsigned int GLuint;\n"
+            )
+            include_dirs.append(str(tmp_path / "gl"))
+    for base, versions in gl_variants.items():
+        variants.setdefault(base, []).extend(versions)
+    with open(cuda_h) as f:
+        header_version = int(re.search(r"#define CUDA_VERSION (\d+)", f.read()).group(1))
     unresolvable = []
+    newer = []
+    unchecked = []
     checked = 0
     for name, base, version, restype, params in _driver_signatures():
         usable = [v for v in variants.get(base, []) if v <= version]
+        if not usable and version > header_version:
+            newer.append(name)  # an API newer than this header: cannot be checked here
+            continue
+        if not usable and base.startswith("cuGraphicsGL") and not gl_variants:
+            unchecked.append(name)  # this toolkit installs no cudaGLTypedefs.h
+            continue
         if not usable:
             unresolvable.append(f"{name} @{version}: variants {sorted(variants.get(base, []))}")
             continue
@@ -348,8 +379,7 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
             cc,
             "-Werror=incompatible-pointer-types",
             "-Wno-unused-variable",
-            "-I",
-            os.path.dirname(cuda_h),
+            *(f"-I{d}" for d in include_dirs),
             "-c",
             str(src),
             "-o",
@@ -360,4 +390,28 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
     )
     errors = [ln for ln in r.stderr.splitlines() if "error" in ln]
     assert r.returncode == 0, f"{len(errors)} signature mismatches:\n" + "\n".join(errors[:40])
-    print(f"{checked} driver entry points checked against cudaTypedefs.h")
+    print(
+        f"{checked} driver entry points checked against cudaTypedefs.h; newer than this "
+        f"header: {', '.join(newer) or 'none'}; without cudaGLTypedefs.h: "
+        f"{', '.join(unchecked) or 'none'}"
+    )
+
+
+def _pfn_variants(text):
+    """Map each base name to the versions of its ``PFN_<name>_v<version>`` typedefs."""
+    variants = {}
+    for base, ver in re.findall(r"\*\s*PFN_(\w+?)_v(\d+)\)", text):
+        variants.setdefault(base, []).append(int(ver))
+    return variants
+
+
+def _compiles(lines, tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return False
+    src = tmp_path / "probe_include.c"
+    src.write_text("\n".join([*lines, "int main(void) { return 0; }"]))
+    r = subprocess.run(
+        [cc, "-c", str(src), "-o", str(tmp_path / "probe_include.o")], capture_output=True
+    )
+    return r.returncode == 0

@@ -83,3 +83,9 @@ int cc_dlpack_exchange_api_capsule(long long token);
 void *cc_pyobject_new_ref(long long token);
 int cc_pyobject_steal(long long token, void *obj);
 int cc_pyerr_take(long long token);
+
+/* NVML helpers (nvml.c): the "C" locale for one thread around NVML's process
+   names on WSL, and the forked child's reset of every NVML entry point. */
+void *cc_use_c_locale(void);
+void cc_restore_locale(void *saved);
+void cc_nvml_forget(void);

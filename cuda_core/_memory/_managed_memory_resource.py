@@ -8,13 +8,18 @@ the driver's advice and prefetch operations to :class:`~cuda_core.Buffer`.
 from __future__ import annotations
 
 import dataclasses
-import enum
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._host import Host
+from cuda_core._loader import driver_at_least, require_driver
+from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
+from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._utils import check_or_create_options, require_open
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = [
     "ManagedBuffer",
@@ -24,15 +29,15 @@ __all__ = [
 ]
 
 
-class ManagedMemoryLocationType(str, enum.Enum):
+class ManagedMemoryLocationType(_StrEnum):
     """Kinds of preferred location of a managed memory pool (plain strings also work)."""
 
     DEVICE = "device"
     HOST = "host"
     HOST_NUMA = "host_numa"
 
-    def __str__(self):
-        return str(self.value)
+
+_register(ManagedMemoryLocationType)
 
 
 @dataclasses.dataclass
@@ -130,18 +135,20 @@ class ManagedBuffer(Buffer):
             )
 
     def discard(self, *, stream):
-        """Discard this range's pages (needs ``cuMemDiscardBatchAsync``, not bound)."""
-        raise NotImplementedError(
-            "ManagedBuffer.discard needs cuMemDiscardBatchAsync (CUDA 13), which cuda_core "
-            "does not bind yet"
-        )
+        """Discard this range's resident pages asynchronously on ``stream`` (CUDA 13+).
+
+        The contents are dropped without migration; reading the range before
+        writing or prefetching it again gives indeterminate values.  See
+        :func:`cuda_core.utils.discard_batch` (errors included).
+        """
+        _managed_memory_ops.discard_one(self, stream)
 
     def discard_prefetch(self, location, *, stream):
-        """Discard and prefetch (needs ``cuMemDiscardAndPrefetchBatchAsync``, not bound)."""
-        raise NotImplementedError(
-            "ManagedBuffer.discard_prefetch needs cuMemDiscardAndPrefetchBatchAsync (CUDA 13), "
-            "which cuda_core does not bind yet"
-        )
+        """Discard this range and prefetch it to ``location`` on ``stream`` (CUDA 13+).
+
+        See :func:`cuda_core.utils.discard_prefetch_batch` (errors included).
+        """
+        _managed_memory_ops.discard_prefetch_one(self, location, stream)
 
     @property
     def read_mostly(self):
@@ -155,10 +162,16 @@ class ManagedBuffer(Buffer):
 
     @property
     def preferred_location(self):
-        """Device, int or None: The preferred location advice (settable; None unsets).
+        """Device, Host or None: The preferred location advice (settable; None unsets).
 
-        Host locations, NUMA preferences included, read back as ``-1``.
+        With a CUDA 13 driver a host NUMA preference reads back as
+        ``Host(numa_id=N)``; with an older one every host location reads back
+        as ``Host()``.
         """
+        if driver_at_least(13, 0):  # type and id: host NUMA nodes round-trip
+            kind = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
+            loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
+            return _typed_location_object(kind, loc_id)
         loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION)
         return _location_object(loc_id)
 
@@ -176,12 +189,11 @@ class ManagedBuffer(Buffer):
 
     @accessed_by.setter
     def accessed_by(self, locations):
-        view = AccessedBySet(self)
-        current = view._ids()
         target = {}
-        for loc in locations:
-            c_loc = _as_location(loc)
+        for loc in locations:  # every entry is checked before any advice changes
+            c_loc = _accessed_by_location(loc)
             target[_location_key(c_loc)] = c_loc
+        current = AccessedBySet(self)._ids()
         for key in current - set(target):
             self._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _location_from_key(key))
         for key, c_loc in target.items():
@@ -206,8 +218,8 @@ class AccessedBySet:
     """Live view of the accessed-by advice of a :class:`ManagedBuffer`.
 
     Membership and iteration query the driver; :meth:`add` and
-    :meth:`discard` apply advice.  Items are Devices, and ``-1`` for a host
-    location (host NUMA nodes included).
+    :meth:`discard` apply advice.  Items are Devices and ``Host()`` (the
+    driver reports every host location as the plain host).
     """
 
     __slots__ = ("_buf",)
@@ -256,11 +268,27 @@ class AccessedBySet:
         return f"AccessedBySet({set(self)!r})"
 
     def add(self, location):
-        """Apply accessed-by advice for ``location``."""
-        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _as_location(location))
+        """Apply accessed-by advice for ``location``.
+
+        Raises
+        ------
+        ValueError
+            For a NUMA-specific Host (``Host(numa_id=N)``,
+            ``Host.numa_current()``): the driver takes accessed-by advice
+            only for devices and the plain host.
+        """
+        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _accessed_by_location(location))
 
     def discard(self, location):
-        """Remove accessed-by advice for ``location``."""
+        """Remove accessed-by advice for ``location``.
+
+        A NUMA-specific Host is never a member (the driver records host
+        advice as plain host), so discarding one does nothing.
+        """
+        if isinstance(location, Host) and (
+            location.numa_id is not None or location.is_numa_current
+        ):
+            return
         self._buf._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _as_location(location))
 
 
@@ -289,14 +317,7 @@ class ManagedMemoryResource(_MemPool):
             ManagedMemoryResourceOptions, options, "ManagedMemoryResource options", keep_none=True
         )
         check(lib.cuInit(0), "cuInit")
-        from cuda_core._loader import driver_version
-
-        version = driver_version()
-        if version < 13000:
-            raise RuntimeError(
-                "ManagedMemoryResource requires a CUDA 13.0 or newer driver (this driver "
-                f"supports CUDA {version // 1000}.{version % 1000 // 10})"
-            )
+        require_driver(13, 0, "ManagedMemoryResource", RuntimeError)
         loc_type, loc_id, self._preferred = _pool_location(opts)
         dev_id = loc_id if loc_type == lib.CU_MEM_LOCATION_TYPE_DEVICE else -1
         if opts is None:
@@ -352,8 +373,6 @@ def _pool_location(opts):
     if kind is ManagedMemoryLocationType.HOST:
         return lib.CU_MEM_LOCATION_TYPE_HOST, 0, (kind, None)
     if loc is None:
-        from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
-
         loc = _host_numa_id_for_current_device()
     return lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, loc, (kind, loc)
 
@@ -363,6 +382,18 @@ def _device_location(dev_id):
     c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
     c_loc.id = dev_id
     return c_loc
+
+
+def _accessed_by_location(location):
+    """``_as_location`` for accessed-by advice, which refuses host NUMA locations."""
+    c_loc = _as_location(location)
+    if c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        kind = "host_numa"
+    elif c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        kind = "host_numa_current"
+    else:
+        return c_loc
+    raise ValueError(f"advise 'set_accessed_by' does not support location_type='{kind}'")
 
 
 def _as_location(location):
@@ -387,7 +418,7 @@ def _as_location(location):
         c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
         c_loc.id = dev_id
         return c_loc
-    if hasattr(location, "numa_id") and hasattr(location, "is_numa_current"):
+    if isinstance(location, Host):
         if location.is_numa_current:
             c_loc.type = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
             c_loc.id = 0
@@ -417,7 +448,18 @@ def _location_object(loc_id):
     if loc_id == -2:
         return None
     if loc_id == -1:
-        return -1  # cuda_core has no host-location class yet
-    from cuda_core._device import Device
+        return Host()
+    return _slots.Device(loc_id)
 
-    return Device(loc_id)
+
+def _typed_location_object(kind, loc_id):
+    """Device, Host or None for a ``(CUmemLocationType, id)`` the driver reported."""
+    if kind == lib.CU_MEM_LOCATION_TYPE_DEVICE:
+        return _location_object(loc_id)
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST:
+        return Host()
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        return Host(numa_id=loc_id)
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        return Host.numa_current()
+    return None

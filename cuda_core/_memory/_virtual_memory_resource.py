@@ -14,13 +14,15 @@ import dataclasses
 import enum
 import warnings
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check
 from cuda_core._memory._buffer import Buffer, _as_stream
-from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._utils import as_int_handle, check_or_create_options, require_open
+from cuda_core._utils import as_size as _as_size
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = [
     "VirtualMemoryAccessType",
@@ -31,11 +33,6 @@ __all__ = [
     "VirtualMemoryResource",
     "VirtualMemoryResourceOptions",
 ]
-
-
-class _StrEnum(str, enum.Enum):
-    def __str__(self):
-        return str(self.value)
 
 
 class VirtualMemoryAllocationType(_StrEnum):
@@ -55,10 +52,13 @@ class VirtualMemoryLocationType(_StrEnum):
 
 
 class VirtualMemoryHandleType(_StrEnum):
-    """Exportable handle type of the physical memory (plain strings also work)."""
+    """Exportable handle type of the physical memory (plain strings also work).
+
+    The members are ``cuda.core``'s; the plain string ``"win32"`` is also
+    accepted by :class:`VirtualMemoryResourceOptions` (``CU_MEM_HANDLE_TYPE_WIN32``).
+    """
 
     POSIX_FD = "posix_fd"
-    WIN32 = "win32"
     WIN32_KMT = "win32_kmt"
     FABRIC = "fabric"
 
@@ -118,6 +118,15 @@ def _choice(cls_name, field, value, table):
         allowed = ", ".join(repr(k) for k in table)
         raise ValueError(f"{cls_name}.{field} must be one of {allowed}; got {value!r}")
     return key
+
+
+_register(
+    VirtualMemoryAccessType,
+    VirtualMemoryAllocationType,
+    VirtualMemoryGranularityType,
+    VirtualMemoryHandleType,
+    VirtualMemoryLocationType,
+)
 
 
 @dataclasses.dataclass
@@ -193,8 +202,6 @@ class VirtualMemoryResourceOptions:
 
 def _peer_ordinals(cls_name, peers):
     """Return ``peers`` (an iterable of Devices or ordinals) as a tuple of ordinals."""
-    from cuda_core._device import Device
-
     if isinstance(peers, (str, bytes, bytearray)):
         raise TypeError(
             f"{cls_name}.peers must be an iterable of Devices or device ordinals, not "
@@ -209,7 +216,7 @@ def _peer_ordinals(cls_name, peers):
         ) from None
     ordinals = []
     for p in items:
-        dev_id = p.device_id if isinstance(p, Device) else p
+        dev_id = p.device_id if isinstance(p, _slots.Device) else p
         if isinstance(dev_id, bool) or not isinstance(dev_id, int):
             raise TypeError(
                 f"{cls_name}.peers must hold Devices or device ordinals, got "
@@ -284,13 +291,11 @@ class VirtualMemoryResource(MemoryResource):
     _accepts_closed_stream = True
 
     def __init__(self, device_id, config=None):
-        from cuda_core._device import Device
-
         self.config = check_or_create_options(
             VirtualMemoryResourceOptions, config, "VirtualMemoryResource options"
         )
         self._regions = {}
-        device = Device(device_id)
+        device = _slots.Device(device_id)
         self._dev_id = device.device_id
         self.device = None if self.config.location_type.startswith("host") else device
         if self.device is not None:
@@ -423,7 +428,7 @@ class VirtualMemoryResource(MemoryResource):
         end = buf.handle + region.total
         c_ptr = ffi.new("CUdeviceptr *")
         status = lib.cuMemAddressReserve(c_ptr, extra, align, end, 0)
-        if status == 0 and int(c_ptr[0]) == end:
+        if not status and int(c_ptr[0]) == end:
             with _Undo() as undo:
                 undo.add(lib.cuMemAddressFree, end, extra)
                 self._map_new(undo, prop, end, extra)
@@ -435,7 +440,7 @@ class VirtualMemoryResource(MemoryResource):
             buf._size = new_size
             buf._release.size = new_size
             return buf
-        if status == 0:
+        if not status:
             check(lib.cuMemAddressFree(int(c_ptr[0]), extra), "cuMemAddressFree")
         return self._grow_by_remapping(buf, region, prop, new_size, new_total, align)
 

@@ -1,8 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Utilities: compiled-program caches (and, from the memory work, memory views)."""
+"""Utilities: compiled-program caches, memory views and batched memory operations."""
 
 from __future__ import annotations
 
+from cuda_core._memory._copy_options import CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder
+from cuda_core._memory._managed_memory_ops import (
+    discard_batch,
+    discard_prefetch_batch,
+    prefetch_batch,
+)
+from cuda_core.utils._copy_batch import copy_batch
 from cuda_core.utils._memoryview import StridedMemoryView, args_viewable_as_strided_memory
 from cuda_core.utils._program_cache import (
     FileStreamProgramCache,
@@ -12,10 +19,17 @@ from cuda_core.utils._program_cache import (
 )
 
 __all__ = [
+    "CopyOptions",
     "FileStreamProgramCache",
     "InMemoryProgramCache",
+    "MemcpyOverlapMode",
+    "MemcpySrcAccessOrder",
     "ProgramCacheResource",
     "StridedMemoryView",
     "args_viewable_as_strided_memory",
+    "copy_batch",
+    "discard_batch",
+    "discard_prefetch_batch",
     "make_program_cache_key",
+    "prefetch_batch",
 ]

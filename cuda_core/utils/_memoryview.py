@@ -20,6 +20,8 @@ import warnings
 
 import numpy
 
+import cuda_core._slots as _slots
+import cuda_core._tensor_map as _tensor_map
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
 from cuda_core.utils._memoryview_exchange import export_capsule, install
@@ -161,12 +163,7 @@ class StridedMemoryView:
             raise BufferError("Sorry, not supported: dl_device other than None")
         if copy is True:
             raise BufferError("Sorry, not supported: copy=True")
-        if max_version is None:
-            versioned = False
-        else:
-            if not isinstance(max_version, tuple) or len(max_version) != 2:
-                raise BufferError(f"Expected max_version tuple[int, int], got {max_version}")
-            versioned = max_version >= (1, 0)
+        versioned = _dlpack.wants_versioned(max_version)
         return export_capsule(self, versioned)
 
     def __dlpack_device__(self):
@@ -339,6 +336,38 @@ class StridedMemoryView:
         _view_buffer(view, self._get_buffer(), layout, dtype, self._readonly)
         return view
 
+    def as_tensor_map(
+        self,
+        box_dim=None,
+        *,
+        options=None,
+        element_strides=None,
+        data_type=None,
+        interleave=None,
+        swizzle=None,
+        l2_promotion=None,
+        oob_fill=None,
+    ):
+        """Return a tiled :class:`~cuda_core.TensorMapDescriptor` (TMA) of this view.
+
+        Give ``box_dim`` and the other arguments one by one, or all of them
+        bundled as ``options`` (a :class:`~cuda_core.TensorMapDescriptorOptions`
+        or a dict); None enumerations mean NONE.  See
+        :meth:`TensorMapDescriptor._from_tiled
+        <cuda_core.TensorMapDescriptor._from_tiled>` for the checks made.
+        """
+        return _tensor_map.tiled_from_view(
+            self,
+            box_dim,
+            options,
+            element_strides=element_strides,
+            data_type=data_type,
+            interleave=interleave,
+            swizzle=swizzle,
+            l2_promotion=l2_promotion,
+            oob_fill=oob_fill,
+        )
+
     def copy_from(self, other, stream, allocator=None, blocking=None):
         """Copy ``other`` into this view (not supported yet)."""
         raise NotImplementedError("Sorry, not supported: copy_from")
@@ -426,6 +455,7 @@ class StridedMemoryView:
 
 
 install(StridedMemoryView)
+_tensor_map.VIEW_TYPE.append(StridedMemoryView)
 
 
 class _StridedMemoryViewProxy:
@@ -480,3 +510,6 @@ def _simple_repr(obj):
     if cls.__module__ in (None, "builtins"):
         return cls.__name__
     return f"{cls.__module__}.{cls.__name__}"
+
+
+_slots.StridedMemoryView = StridedMemoryView

@@ -1,0 +1,377 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Batched managed-memory operations and ``ManagedBuffer.discard`` / ``discard_prefetch``.
+
+The CPU tests cover the argument checks and the CUDA 12 behaviour (with
+the driver version substituted); the GPU tests prefetch, discard and
+re-write managed ranges, reading the driver's last-prefetch location back
+with ``cuMemRangeGetAttribute`` and the data with NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuda_core import (
+    PER_THREAD_DEFAULT_STREAM,
+    Buffer,
+    ManagedBuffer,
+    ManagedMemoryResource,
+    ManagedMemoryResourceOptions,
+    MemoryResource,
+)
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._memory import _managed_memory_ops
+from cuda_core.utils import copy_batch, discard_batch, discard_prefetch_batch, prefetch_batch
+
+BATCH_FUNCTIONS = {
+    "prefetch_batch": lambda s, bufs: prefetch_batch(s, bufs, 0),
+    "discard_batch": discard_batch,
+    "discard_prefetch_batch": lambda s, bufs: discard_prefetch_batch(s, bufs, 0),
+}
+
+
+class FakeResource(MemoryResource):
+    """A resource whose buffers are never touched (made-up addresses)."""
+
+    def __init__(self, managed):
+        self._managed = managed
+
+    def allocate(self, size, *, stream):
+        raise AssertionError("not used")
+
+    def deallocate(self, ptr, size, *, stream):
+        pass
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return self._managed
+
+    @property
+    def is_managed(self):
+        return self._managed
+
+    @property
+    def device_id(self):
+        return 0
+
+
+def _fake(n, managed=True, size=4096, cls=Buffer):
+    mr = FakeResource(managed)
+    return [cls._init(0x100000 + i * size, size, mr=mr) for i in range(n)]
+
+
+# --------------------------------------------------------------------------
+# CPU: argument checks
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(BATCH_FUNCTIONS))
+def test_batch_rejects_bad_sequences(name):
+    fn = BATCH_FUNCTIONS[name]
+    bufs = _fake(2)
+    with pytest.raises(TypeError, match=f"^{name}: pass a sequence of Buffers"):
+        fn(PER_THREAD_DEFAULT_STREAM, bufs[0])
+    with pytest.raises(TypeError, match=f"^{name}: buffers must be a sequence of Buffer, got int"):
+        fn(PER_THREAD_DEFAULT_STREAM, 7)
+    with pytest.raises(ValueError, match=f"^{name}: empty buffers sequence"):
+        fn(PER_THREAD_DEFAULT_STREAM, [])
+    with pytest.raises(TypeError, match=f"^{name}: expected Buffer, got str"):
+        fn(PER_THREAD_DEFAULT_STREAM, [bufs[0], "b"])
+    bufs[1].close()
+    with pytest.raises(RuntimeError, match="Buffer at index 1 is closed"):
+        fn(PER_THREAD_DEFAULT_STREAM, bufs)
+    with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got "):
+        fn(None, _fake(1))
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_FUNCTIONS))
+def test_batch_requires_managed_memory(name):
+    with pytest.raises(ValueError, match=f"^{name} requires a managed-memory allocation"):
+        BATCH_FUNCTIONS[name](PER_THREAD_DEFAULT_STREAM, [*_fake(1), *_fake(1, managed=False)])
+
+
+@pytest.mark.parametrize("fn", [prefetch_batch, discard_prefetch_batch])
+def test_batch_locations(fn):
+    name = fn.__name__
+    bufs = _fake(3)
+    with pytest.raises(
+        ValueError, match=f"^{name}: location length 2 does not match targets length 3"
+    ):
+        fn(PER_THREAD_DEFAULT_STREAM, bufs, [0, -1])
+    with pytest.raises(ValueError, match="^location is required"):
+        fn(PER_THREAD_DEFAULT_STREAM, bufs, None)
+    with pytest.raises(ValueError, match="^location is required"):
+        fn(PER_THREAD_DEFAULT_STREAM, bufs, [0, None, 0])
+    with pytest.raises(TypeError, match="^location must be a Device, Host, or None; got float"):
+        fn(PER_THREAD_DEFAULT_STREAM, bufs, 1.5)
+    with pytest.raises(ValueError, match="device ordinal or -1"):
+        fn(PER_THREAD_DEFAULT_STREAM, bufs, -3)
+
+
+def test_broadcast_locations():
+    dev = (lib.CU_MEM_LOCATION_TYPE_DEVICE, 0)
+    host = (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
+    assert _managed_memory_ops._broadcast_locations(0, 3, "x") == (dev, dev, dev)
+    assert _managed_memory_ops._broadcast_locations((0, -1), 2, "x") == (dev, host)
+
+
+def test_discard_needs_a_cuda13_driver(monkeypatch):
+    monkeypatch.setattr(_managed_memory_ops, "current_driver_version", lambda: 12080)
+    bufs = _fake(2, cls=ManagedBuffer)
+    with pytest.raises(NotImplementedError, match="^discard requires a CUDA 13.0 or newer driver"):
+        discard_batch(PER_THREAD_DEFAULT_STREAM, bufs)
+    with pytest.raises(NotImplementedError, match="^discard_prefetch requires a CUDA 13.0"):
+        discard_prefetch_batch(PER_THREAD_DEFAULT_STREAM, bufs, 0)
+    with pytest.raises(
+        NotImplementedError, match="^discard requires .*this driver supports CUDA 12.8"
+    ):
+        bufs[0].discard(stream=PER_THREAD_DEFAULT_STREAM)
+    with pytest.raises(NotImplementedError, match="^discard_prefetch requires"):
+        bufs[0].discard_prefetch(0, stream=PER_THREAD_DEFAULT_STREAM)
+
+
+def test_managed_buffer_discard_checks():
+    buf = _fake(1, cls=ManagedBuffer)[0]
+    with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got "):
+        buf.discard(stream=3)
+    with pytest.raises(ValueError, match="^location is required"):
+        buf.discard_prefetch(None, stream=PER_THREAD_DEFAULT_STREAM)
+    with pytest.raises(TypeError):
+        buf.discard()  # stream is keyword-only and required
+    plain = _fake(1, managed=False, cls=ManagedBuffer)[0]
+    with pytest.raises(ValueError, match="^discard requires a managed-memory allocation"):
+        plain.discard(stream=PER_THREAD_DEFAULT_STREAM)
+    with pytest.raises(ValueError, match="^discard_prefetch requires a managed-memory allocation"):
+        plain.discard_prefetch(0, stream=PER_THREAD_DEFAULT_STREAM)
+    buf.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        buf.discard(stream=PER_THREAD_DEFAULT_STREAM)
+    with pytest.raises(RuntimeError, match="closed"):
+        buf.discard_prefetch(0, stream=PER_THREAD_DEFAULT_STREAM)
+
+
+# --------------------------------------------------------------------------
+# GPU
+# --------------------------------------------------------------------------
+SIZE = 1 << 20  # whole pages, so each range's last prefetch location is defined
+
+
+class CuMemAllocManagedResource(MemoryResource):
+    """``cuMemAllocManaged`` allocations (the memory the batch calls document)."""
+
+    def allocate(self, size, *, stream):
+        out = ffi.new("CUdeviceptr *")
+        check(lib.cuMemAllocManaged(out, size, lib.CU_MEM_ATTACH_GLOBAL))
+        return ManagedBuffer.from_handle(int(out[0]), size, mr=self)
+
+    def deallocate(self, ptr, size, *, stream):
+        stream.sync()
+        check(lib.cuMemFree(ptr))
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def is_managed(self):
+        return True
+
+    @property
+    def device_id(self):
+        return -1
+
+
+def _range_int(buf, attribute):
+    out = ffi.new("int *")
+    check(lib.cuMemRangeGetAttribute(out, 4, attribute, buf.handle, buf.size))
+    return out[0]
+
+
+def _last_prefetch(buf):
+    """``(legacy id, location type)``: the id is the ordinal, -1 for the host, -2 for none."""
+    return (
+        _range_int(buf, lib.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION),
+        _range_int(buf, lib.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE),
+    )
+
+
+@pytest.fixture
+def managed(device):
+    """Make ``n`` managed buffers of SIZE bytes; skip where the batch calls cannot work."""
+    from cuda_core._loader import driver_version
+
+    if driver_version() < 13000:
+        pytest.skip("the batched managed-memory calls need a CUDA 13 driver")
+    flag = ffi.new("int *")
+    check(
+        lib.cuDeviceGetAttribute(
+            flag, lib.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, device.device_id
+        )
+    )
+    if not flag[0]:
+        pytest.skip("the batched managed-memory calls need concurrent managed access")
+    made = []
+    mr = CuMemAllocManagedResource()
+
+    def make(n):
+        bufs = [mr.allocate(SIZE, stream=None) for _ in range(n)]
+        made.extend(bufs)
+        return bufs
+
+    yield make
+    for buf in made:
+        buf.close(PER_THREAD_DEFAULT_STREAM)
+
+
+def _fill_host(buf, value):
+    np.asarray(buf).view(np.uint8)[:] = value
+
+
+def _host_values(buf):
+    return np.asarray(buf).view(np.uint8)
+
+
+@pytest.mark.gpu
+def test_prefetch_batch_to_device_and_back(device, stream, managed):
+    bufs = managed(6)
+    for i, buf in enumerate(bufs):
+        _fill_host(buf, 10 + i)
+    dev_id = device.device_id
+    prefetch_batch(stream, bufs, device)
+    stream.sync()
+    assert [_last_prefetch(b) for b in bufs] == [(dev_id, lib.CU_MEM_LOCATION_TYPE_DEVICE)] * 6
+    prefetch_batch(stream, bufs, -1)
+    stream.sync()
+    assert [_last_prefetch(b) for b in bufs] == [(-1, lib.CU_MEM_LOCATION_TYPE_HOST)] * 6
+    # One location per buffer: runs of equal neighbours share a driver entry.
+    per_buffer = [device, device, -1, dev_id, -1, -1]
+    prefetch_batch(stream, bufs, per_buffer)
+    stream.sync()
+    expect_ids = [dev_id, dev_id, -1, dev_id, -1, -1]
+    assert [_last_prefetch(b)[0] for b in bufs] == expect_ids
+    for i, buf in enumerate(bufs):
+        assert (_host_values(buf) == 10 + i).all()
+
+
+@pytest.mark.gpu
+def test_prefetch_batch_then_copy_batch_with_hints(device, stream, managed):
+    srcs = managed(3)
+    dsts = managed(3)
+    for i, buf in enumerate(srcs):
+        _fill_host(buf, 100 + i)
+    prefetch_batch(stream, srcs, device)
+    from cuda_core.utils import CopyOptions
+
+    copy_batch(
+        stream,
+        srcs,
+        dsts,
+        options=CopyOptions(src_location_hint=device, dst_location_hint=-1),
+    )
+    stream.sync()
+    for i, buf in enumerate(dsts):
+        assert (_host_values(buf) == 100 + i).all()
+
+
+@pytest.mark.gpu
+def test_discard_batch_then_rewrite(device, stream, managed):
+    bufs = managed(4)
+    for buf in bufs:
+        _fill_host(buf, 0xAB)
+    prefetch_batch(stream, bufs, device)
+    discard_batch(stream, bufs)
+    # The driver leaves any access that overlaps a discard undefined, and
+    # the contents stay indeterminate until written: the discard completes
+    # before the rewrite starts, and the rewritten pages are prefetched to
+    # the host before the host reads them.
+    stream.sync()
+    for i, buf in enumerate(bufs):
+        buf.fill(0x30 + i, stream=stream)
+    prefetch_batch(stream, bufs, -1)
+    stream.sync()
+    for i, buf in enumerate(bufs):
+        assert (_host_values(buf) == 0x30 + i).all(), i
+    # The single-buffer form, then a write from the host.
+    bufs[0].discard(stream=stream)
+    stream.sync()
+    _fill_host(bufs[0], 0x5C)
+    assert (_host_values(bufs[0]) == 0x5C).all()
+
+
+@pytest.mark.gpu
+def test_discard_prefetch_batch(device, stream, managed):
+    bufs = managed(4)
+    for buf in bufs:
+        _fill_host(buf, 0x77)
+    dev_id = device.device_id
+    discard_prefetch_batch(stream, bufs, device)
+    stream.sync()
+    assert [_last_prefetch(b) for b in bufs] == [(dev_id, lib.CU_MEM_LOCATION_TYPE_DEVICE)] * 4
+    discard_prefetch_batch(stream, bufs, [-1, device, -1, device])
+    stream.sync()
+    assert [_last_prefetch(b)[0] for b in bufs] == [-1, dev_id, -1, dev_id]
+    for i, buf in enumerate(bufs):
+        buf.fill(0x40 + i, stream=stream)
+    stream.sync()
+    for i, buf in enumerate(bufs):
+        assert (_host_values(buf) == 0x40 + i).all()
+    bufs[1].discard_prefetch(-1, stream=stream)
+    stream.sync()
+    assert _last_prefetch(bufs[1]) == (-1, lib.CU_MEM_LOCATION_TYPE_HOST)
+    _fill_host(bufs[1], 0x12)
+    assert (_host_values(bufs[1]) == 0x12).all()
+
+
+@pytest.mark.gpu
+def test_managed_pool_buffers_batch(device, stream, managed):
+    """Buffers of a ManagedMemoryResource pool take the batch calls too.
+
+    The pool is this test's own, destroyed at the end: discarded pages never
+    go back to the device's default managed pool, whose later allocations
+    other tests read from the host.
+    """
+    del managed  # only its skips
+    mr = ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location=device.device_id))
+    bufs = [mr.allocate(SIZE, stream=stream) for _ in range(3)]
+    try:
+        for i, buf in enumerate(bufs):
+            buf.fill(0x20 + i, stream=stream)
+        prefetch_batch(stream, bufs, device)
+        discard_prefetch_batch(stream, bufs[:2], -1)
+        stream.sync()  # the discard is complete before the ranges are written again
+        bufs[0].fill(0x61, stream=stream)
+        bufs[1].fill(0x62, stream=stream)
+        prefetch_batch(stream, bufs, -1)
+        stream.sync()
+        for buf, value in zip(bufs, (0x61, 0x62, 0x22)):
+            assert (_host_values(buf) == value).all(), hex(value)
+    finally:
+        for buf in bufs:
+            buf.close(stream)
+        stream.sync()
+        mr.close()
+
+
+@pytest.mark.gpu
+def test_managed_batch_bad_input_on_gpu(device, stream, managed):
+    bufs = managed(2)
+    plain = device.allocate(SIZE, stream=stream)
+    try:
+        for name, fn in BATCH_FUNCTIONS.items():
+            with pytest.raises(ValueError, match=f"^{name} requires a managed-memory allocation"):
+                fn(stream, [bufs[0], plain])
+        with pytest.raises(ValueError, match="location length"):
+            prefetch_batch(stream, bufs, [device])
+        with pytest.raises(TypeError, match="pass a sequence of Buffers"):
+            discard_batch(stream, bufs[0])
+    finally:
+        plain.close(stream)
+        stream.sync()
