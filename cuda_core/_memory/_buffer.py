@@ -112,21 +112,21 @@ class Buffer:
 
         ``stream`` is ignored (as if it were -1): keeping the producer and
         the consumer in stream order is the caller's responsibility.
+        ``max_version`` None gives a legacy ``"dltensor"`` capsule; a tuple
+        of at least ``(1, 0)`` gives a ``"dltensor_versioned"`` one of
+        DLPack 1.3 (no flags).
 
         Raises
         ------
         BufferError
-            For ``copy=True``, a ``dl_device`` other than this buffer's own,
-            or a malformed ``max_version``.
+            For any ``dl_device`` (even this buffer's own), ``copy=True``, or
+            a malformed ``max_version``.
         """
         require_open(self, self._closed, "Buffer")
+        if dl_device is not None:
+            raise BufferError("Sorry, not supported: dl_device other than None")
         if copy is True:
             raise BufferError("Sorry, not supported: copy=True")
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(
-                f"Sorry, not supported: dl_device={tuple(dl_device)} (this buffer lives on "
-                f"{self.__dlpack_device__()})"
-            )
         versioned = _dlpack.wants_versioned(max_version)
         return _dlpack.make_py_capsule(self, versioned)
 
