@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys as _sys
 
+import cuda_core._slots as _slots
 from cuda_core import typing
 
 # --- public classes (one import line per module; keep sorted) ---
@@ -74,11 +75,18 @@ _LAZY_SUBPACKAGES = ("checkpoint", "graph", "system", "texture", "utils")
 __all__ = sorted({name for name in globals() if not name.startswith("_")}.union(_LAZY_SUBPACKAGES))
 
 
+def _import_subpackage(name):
+    __import__(f"cuda_core.{name}")
+    return _sys.modules[f"cuda_core.{name}"]
+
+
 def __getattr__(name):
     if name in _LAZY_SUBPACKAGES:
-        __import__(f"cuda_core.{name}")
-        return _sys.modules[f"cuda_core.{name}"]
+        return _import_subpackage(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_slots.import_subpackage = _import_subpackage
 
 
 def __dir__():

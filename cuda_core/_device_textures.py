@@ -4,7 +4,7 @@
 They import :mod:`cuda_core.texture` at their first call, so that importing
 cuda_core does not.  The texture package reaches ``Device`` (for the
 ``device`` properties of arrays, textures and surfaces) through
-:data:`cuda_core._slots.DEVICE_CLASS`.
+``cuda_core._slots.Device``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,40 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Slots that a higher layer fills at its import, for lower layers that must reach it.
+"""Registration slots: how a lower layer hands back a higher layer's object.
 
-A lower layer never imports a higher one.  Where one must return a higher
-object (``system.Device.to_cuda_device()``, a texture's ``device``), it reads
-the class from a slot here, which the higher module fills when it is
-imported; ``import cuda_core`` imports that module before any lower one can
-be used.
+A module never imports a higher layer, not even inside a function (see
+``docs/architecture.md``).  Where a lower object must return a higher one
+(``Stream.device`` returns a :class:`~cuda_core.Device`), the higher module
+stores its class here when it is imported, and the lower module reads the
+slot when it is called.  ``import cuda_core`` imports every layer but the
+subpackages ``graph`` and ``utils``, which are imported at their first use:
+their slots are None until then (no instance of their classes can exist
+before), and :func:`graph_builder` has the package face import ``graph``
+when it is needed.
 """
 
 from __future__ import annotations
 
 __all__ = []
 
-#: ``[cuda_core.Device]``, appended by ``cuda_core._device`` at import.
-DEVICE_CLASS = []
+#: :class:`cuda_core.Device`; set by ``cuda_core._device``.
+Device = None
+
+#: :class:`cuda_core.graph.GraphBuilder`; set by ``cuda_core.graph._graph_builder``.
+GraphBuilder = None
+
+#: :class:`cuda_core.utils.StridedMemoryView`; set by ``cuda_core.utils._memoryview``.
+StridedMemoryView = None
+
+#: ``import_subpackage(name)`` imports ``cuda_core.<name>``; set by the
+#: package face (``cuda_core/__init__.py``).
+import_subpackage = None
+
+
+def graph_builder():
+    """Return :class:`cuda_core.graph.GraphBuilder`, importing ``cuda_core.graph`` if needed.
+
+    None only when that import is not possible (a partial import of cuda_core).
+    """
+    if GraphBuilder is None and import_subpackage is not None:
+        import_subpackage("graph")
+    return GraphBuilder

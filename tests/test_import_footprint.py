@@ -48,7 +48,6 @@ def test_typical_names_do_not_import_numpy():
     loaded = _fresh(
         "import json, sys\n"
         "from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch\n"
-        "from cuda_core.utils import FileStreamProgramCache, StridedMemoryView\n"
         "print(json.dumps('numpy' in sys.modules))"
     )
     assert loaded is False
@@ -90,11 +89,10 @@ def test_unknown_attribute_raises_attribute_error():
 
 
 def test_device_class_reaches_the_lower_layers():
-    from cuda_core.system._device import cuda_device_class
-    from cuda_core.texture._handle import DEVICE_TYPE, device_of
+    import cuda_core._slots as slots
+    from cuda_core.texture._handle import device_of
 
-    assert cuda_device_class == [cuda_core.Device]
-    assert DEVICE_TYPE == [cuda_core.Device]
+    assert slots.Device is cuda_core.Device
     assert device_of.__module__ == "cuda_core.texture._handle"
     for name in (
         "create_opaque_array",
@@ -137,3 +135,15 @@ def test_forking_pickler_reducers_when_multiprocessing_comes_later():
 def test_forking_pickler_reducers_when_multiprocessing_came_first():
     got = _fresh("import json, sys\nimport multiprocessing\nimport cuda_core\n" + _REDUCERS)
     assert got == _EXPECTED
+
+
+def test_graph_builder_slot_imports_graph_when_asked():
+    got = _fresh(
+        "import json, sys\n"
+        "import cuda_core\n"
+        "import cuda_core._slots as slots\n"
+        "before = 'cuda_core.graph' in sys.modules\n"
+        "builder = slots.graph_builder()\n"
+        "print(json.dumps([before, builder.__module__, builder is cuda_core.graph.GraphBuilder]))"
+    )
+    assert got == [False, "cuda_core.graph._graph_builder", True]

@@ -98,7 +98,7 @@ def _condition_value(value):
 
 def _condition_args(default_value):
     """Check that the driver has conditional handles; return ``(value, flags)`` for creating one."""
-    _require_driver(12030, "conditional handles")
+    _require_driver((12, 3), "conditional handles")
     if default_value is None:
         return 0, 0
     return _condition_value(default_value), _COND_ASSIGN_DEFAULT
@@ -140,7 +140,13 @@ def _conditional_params(condition, c_type, size, c_ctx):
 
 
 def _require_driver(version, what):
-    """Raise RuntimeError ``"Driver version X.Y.Z does not support <what>"`` below ``version``."""
+    """Raise RuntimeError ``"Driver version X.Y.Z does not support <what>"`` below ``version``.
+
+    ``version`` is ``(major, minor)`` or a CUDA version int (``12030``); the
+    message is worded as cuda.core words it.
+    """
+    if not isinstance(version, int):
+        version = version[0] * 1000 + version[1] * 10
     have = driver_version()
     if have < version:
         raise RuntimeError(

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._slots import DEVICE_CLASS
 from cuda_core.system import _device_events, _device_info
 from cuda_core.system._device_events import DeviceEvents, event_mask
 from cuda_core.system._device_info import (
@@ -87,9 +87,6 @@ _COOLER_VERSION = struct_version("nvmlCoolerInfo_v1_t", 1)
 _REPAIR_VERSION = struct_version("nvmlRepairStatus_v1_t", 1)
 _ADDRESSING_VERSION = struct_version("nvmlDeviceAddressingMode_v1_t", 1)
 
-# [cuda_core.Device], filled by cuda_core._device at import.
-cuda_device_class = DEVICE_CLASS
-
 
 class Device:
     """A GPU as NVML sees it.
@@ -136,7 +133,11 @@ class Device:
 
     @classmethod
     def _from_cuda_uuid(cls, uuid):
-        """Return the device whose UUID (CUDA's form, without prefix) is ``uuid``."""
+        """Return the device whose UUID (CUDA's form, without prefix) is ``uuid``.
+
+        NVML accepts the un-prefixed form (seen with driver 580); the retry
+        with the ``"GPU-"`` prefix serves drivers that do not.
+        """
         try:
             return cls(uuid=uuid)
         except (NotFoundError, InvalidArgumentError):
@@ -176,7 +177,7 @@ class Device:
             ``CUDA_VISIBLE_DEVICES``).
         """
         want = self.uuid_without_prefix.lower()
-        for dev in cuda_device_class[0].get_all_devices():
+        for dev in _slots.Device.get_all_devices():  # cuda_core.Device
             if dev.uuid.lower() == want:
                 return dev
         raise RuntimeError("No corresponding CUDA device found for this NVML device.")
@@ -243,7 +244,9 @@ class Device:
         -------
         FieldValues
             One entry per request; an entry's error is raised when its value
-            is read.
+            is read.  An id NVML does not know does not fail the call: its
+            entry's ``value`` raises :class:`InvalidArgumentError` (and its
+            ``field_id`` ValueError).
         """
         array, count = field_value_array(field_ids)
         if count:
@@ -417,7 +420,11 @@ class Device:
 
     @property
     def num_fans(self):
-        """int: The number of fans."""
+        """int: The number of fans.
+
+        A passively cooled board reports 0 (an H100 with driver 580 does),
+        and :meth:`get_fan` then raises ValueError for every index.
+        """
         return out_result("unsigned int", lib.nvmlDeviceGetNumFans, self._h)
 
     @property
@@ -429,7 +436,14 @@ class Device:
 
     @property
     def attributes(self):
-        """DeviceAttributes: Engine and slice counts (Ampere and newer, Linux)."""
+        """DeviceAttributes: Engine and slice counts (Ampere and newer, Linux).
+
+        Raises
+        ------
+        NotSupportedError
+            Where NVML does not report them: with driver 580 a full (non-MIG)
+            H100 raises this.
+        """
         info = ffi.new("nvmlDeviceAttributes_t *")
         check(lib.nvmlDeviceGetAttributes_v2(self._h, info))
         return DeviceAttributes(info)
@@ -491,7 +505,10 @@ class Device:
 
     @property
     def supported_pstates(self):
-        """list[int]: The performance states the device supports."""
+        """list[int]: The performance states the device supports, in NVML's order.
+
+        NVML's order need not be sorted: an H100 reports ``[2, 0]``.
+        """
         states = ffi.new("nvmlPstates_t[16]", [_PSTATE_UNKNOWN] * 16)
         check(lib.nvmlDeviceGetSupportedPerformanceStates(self._h, states, ffi.sizeof(states)))
         return [s for s in states if s != _PSTATE_UNKNOWN]

@@ -20,19 +20,15 @@ from __future__ import annotations
 import threading
 import weakref
 
+import cuda_core._slots as _slots
 from cuda_core._errors import check, warn_cuda
-from cuda_core._slots import DEVICE_CLASS
 
 __all__ = []
-
-#: ``[Device]``, filled in by ``cuda_core._device`` at import (this package
-#: sits below it and never imports it).
-DEVICE_TYPE = DEVICE_CLASS
 
 
 def device_of(device_id):
     """Return the :class:`~cuda_core.Device` of ordinal ``device_id``."""
-    return DEVICE_TYPE[0](device_id)
+    return _slots.Device(device_id)  # set by cuda_core._device, which this package never imports
 
 
 class SharedHandle:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections.abc
 import hashlib
 
-from cuda_core import _loader
+import cuda_core._loader as _loader
 from cuda_core._linker import Linker
 from cuda_core._program_options import ProgramOptions
 from cuda_core.typing import CompilerBackendType, SourceCodeType
