@@ -8,6 +8,7 @@ from cuda_core._errors import CUDAError
 from cuda_core._errors import check as check_cuda
 from cuda_core._loader import driver_version, load_driver
 from cuda_core.system._nvml import (
+    READ_FAILED,
     check,
     initialize,
     out_result,
@@ -97,6 +98,14 @@ def get_num_devices():
     NVML counts every GPU, whatever ``CUDA_VISIBLE_DEVICES`` says; where NVML
     cannot be loaded the CUDA driver counts (and does honour it).
     """
+    n = lib.cc_nvml_device_count()
+    if n > READ_FAILED:
+        return n
+    # Not loaded or initialized yet (or a failure): initialize, then ask again.
+    return _count_devices()
+
+
+def _count_devices():
     try:
         initialize()
     except LibraryNotFoundError as exc:
