@@ -4,7 +4,8 @@ attributes, processes, performance states, MIG and infoROM views.
 
 These are returned, never constructed by users.  The snapshot classes
 (:class:`MemoryInfo`, :class:`PciInfo`'s static fields, :class:`Utilization`,
-...) hold the struct NVML filled when the property was read; the views
+...) hold what NVML filled when the property was read (the struct itself,
+or for :class:`MemoryInfo` its four numbers); the views
 (:class:`MigInfo`, :class:`InforomInfo`, the PCI link figures) ask NVML on
 every attribute read.
 """
