@@ -396,7 +396,7 @@ class Program:
         return ObjectCode._init(data, target_type, name=self._options.name, symbol_mapping=mapping)
 
     def _compile_nvvm(self, target_type, logs):
-        from cuda_core._loader import libdevice_path
+        from cuda_core._loader import install_hint, libdevice_path
 
         prog = self._box[0]
         flags = self._options.as_bytes("nvvm", target_type)
@@ -409,7 +409,7 @@ class Program:
                 raise LibraryNotFoundError(
                     "use_libdevice=True but libdevice.10.bc could not be found next to the "
                     "loaded libNVVM, in the nvidia wheels or in $CUDA_HOME/nvvm/libdevice. "
-                    'Fix: pip install "cuda-core-cffi[cu13]" or set CUDA_HOME.'
+                    f"Fix: {install_hint('nvvm')} or set CUDA_HOME."
                 )
             with open(path, "rb") as f:
                 self._add_nvvm_module(f.read(), None, lazy=True)
