@@ -5,6 +5,7 @@ license and the build configuration."""
 from __future__ import annotations
 
 import os
+import platform
 import re
 
 import pytest
@@ -71,3 +72,69 @@ def test_install_hint_matches_this_machine():
         assert f"[cu{major}]" in hint
     else:
         assert "[cu12]" in hint and "[cu13]" in hint
+
+
+# -- license and build configuration --------------------------------------------
+
+
+def test_license_is_the_apache_2_text_the_headers_name():
+    with open(os.path.join(ROOT, "LICENSE")) as f:
+        text = f.read()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    with open(os.path.join(ROOT, "cuda_core", "__init__.py")) as f:
+        assert "SPDX-License-Identifier: Apache-2.0" in f.readline()
+
+
+def test_pyproject_uses_the_spdx_license_expression():
+    text = _pyproject()
+    assert re.search(r'^license = "Apache-2.0"$', text, re.M)
+    assert re.search(r'^license-files = \["LICENSE"\]$', text, re.M)
+    # setuptools reads the SPDX string from 77 on
+    assert (
+        re.search(r'"setuptools>=(\d+)', text)
+        and int(re.search(r'"setuptools>=(\d+)', text).group(1)) >= 77
+    )
+
+
+def _elf_section_names(path):
+    """The section names of a 64-bit little-endian ELF file."""
+    import struct
+
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = sections[shstrndx][4]  # sh_offset of the section-name table
+    names = []
+    for name_off, *_ in sections:
+        end = data.index(b"\0", strtab + name_off)
+        names.append(data[strtab + name_off : end].decode())
+    return names
+
+
+@pytest.mark.skipif(
+    os.environ.get("CUDA_CORE_BUILD_DEBUG", "") not in ("", "0"),
+    reason="CUDA_CORE_BUILD_DEBUG keeps the debug information",
+)
+def test_extension_is_stripped():
+    from cuda_core import _cuda_ffi
+
+    names = _elf_section_names(_cuda_ffi.__file__)
+    assert ".dynsym" in names and ".text" in names  # it parsed
+    assert not [n for n in names if n.startswith(".debug")], names
+    assert ".symtab" not in names
+
+
+@pytest.mark.skipif(
+    platform.python_implementation() != "CPython", reason="the stable ABI is CPython's"
+)
+def test_cpython_extension_uses_the_stable_abi():
+    from cuda_core import _cuda_ffi
+
+    assert os.path.basename(_cuda_ffi.__file__) == "_cuda_ffi.abi3.so"
+    with open(os.path.join(ROOT, "setup.py")) as f:
+        assert '{"py_limited_api": "cp39"}' in f.read()  # the wheel's tag matches
