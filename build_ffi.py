@@ -66,13 +66,14 @@ LIBRARIES = (
         "cc_resolve_nvjitlink",
     ),
     Library("nvvm", "nvvm.h", 3, "nvvmResult", "CC_MISSING_SYMBOL", "cc_resolve_nvvm"),
+    Library("nvml", "nvml.h", 4, "nvmlReturn_t", "CC_MISSING_SYMBOL", "cc_resolve_nvml"),
 )
 
 TYPE_FILES = ("driver_types.h", "driver_enums.h", "driver_structs.h")
 HELPER_FILES = ("dlpack.h", "cuda_core.h")
 BENCH_FILE = "bench.h"
 SOURCES_BEFORE = ("user_objects.c", "loader.c")
-SOURCES_AFTER = ("launch.c", "streams.c", "memory.c")
+SOURCES_AFTER = ("launch.c", "streams.c", "memory.c", "nvml.c")
 BENCH_SOURCE = "bench.c"
 LAST_SOURCE = "no_errno.c"
 BENCH_ENV = "CUDA_CORE_BUILD_BENCH"
@@ -188,15 +189,18 @@ def _wrappers(library, prototypes):
             resolve.append(
                 f'    cc_p_{name} = ({pfn})cc_driver_symbol("{name}", {p.version}, {exact});'
             )
-            forget.append(f"    cc_p_{name} = NULL;")
         else:
             resolve.append(f'    cc_p_{name} = ({pfn})dlsym(h, "{name}");')
+        forget.append(f"    cc_p_{name} = NULL;")
     if driver:
         src.append(f"static void {library.resolver}(void) {{\n" + "\n".join(resolve) + "\n}")
         # Fork safety (see cc_atfork_child): every entry point back to NULL.
         src.append("static void cc_forget_driver(void) {\n" + "\n".join(forget) + "\n}")
     else:
         src.append(f"static void {library.resolver}(void *h) {{\n" + "\n".join(resolve) + "\n}")
+        # Every entry point back to NULL (cuda_core.system calls it in a forked child).
+        forget_name = library.resolver.replace("_resolve_", "_forget_")
+        src.append(f"static void {forget_name}(void) {{\n" + "\n".join(forget) + "\n}")
     return "\n".join(src)
 
 

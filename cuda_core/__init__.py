@@ -9,12 +9,19 @@ library; each library is found and loaded at its first use (see
 from __future__ import annotations
 
 # Subpackages imported with the package, as in cuda.core.
-from cuda_core import graph, typing, utils
+from cuda_core import checkpoint, graph, system, texture, typing, utils
 
 # --- public classes (one import line per module; keep sorted) ---
 from cuda_core._context import Context
 from cuda_core._default_stream import LEGACY_DEFAULT_STREAM, PER_THREAD_DEFAULT_STREAM
 from cuda_core._device import Device
+from cuda_core._device_resources import (
+    DeviceResources,
+    SMResource,
+    SMResourceOptions,
+    WorkqueueResource,
+    WorkqueueResourceOptions,
+)
 from cuda_core._errors import (
     CUDAError,
     CUDAWarning,
@@ -24,6 +31,9 @@ from cuda_core._errors import (
     NVVMError,
 )
 from cuda_core._event import Event, EventOptions
+from cuda_core._graphics import GraphicsResource
+from cuda_core._green_context import ContextOptions
+from cuda_core._host import Host
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig
 from cuda_core._launcher import launch
@@ -49,4 +59,5 @@ from cuda_core._program import Program
 from cuda_core._program_options import ProgramOptions
 from cuda_core._stream import Stream
 from cuda_core._stream_options import StreamOptions
+from cuda_core._tensor_map import TensorMapDescriptor, TensorMapDescriptorOptions
 from cuda_core._version import __version__

@@ -21,6 +21,9 @@ from cuda_core._loader import (
     nvvm_version,
 )
 from cuda_core._version import __version__
+from cuda_core.system import Device as SystemDevice
+from cuda_core.system import LibraryNotFoundError as NvmlLibraryNotFoundError
+from cuda_core.system import NvmlError, get_kernel_mode_driver_version
 
 
 def _fmt_version(v):
@@ -77,6 +80,54 @@ def _gpu_lines():
     return lines, v
 
 
+def _nvml_field(fn):
+    try:
+        return fn()
+    except NvmlError:
+        return "n/a"
+
+
+def _gpu_row(dev):
+    def memory():
+        m = dev.memory_info
+        return f"{m.used / 2**20:.0f} / {m.total / 2**20:.0f} MiB"
+
+    def utilization():
+        return f"{dev.utilization.gpu}%"
+
+    def persistence():
+        return "on" if dev.is_persistence_mode_enabled else "off"
+
+    return [
+        str(_nvml_field(lambda: dev.index)),
+        _nvml_field(lambda: dev.name),
+        _nvml_field(memory),
+        _nvml_field(lambda: f"{dev.temperature.get_sensor()} C"),
+        _nvml_field(utilization),
+        _nvml_field(persistence),
+    ]
+
+
+def _nvml_lines():
+    """The NVML section: driver version and one table row per GPU."""
+    try:
+        version = get_kernel_mode_driver_version()
+    except NvmlLibraryNotFoundError:
+        return ["  NVML not found (libnvidia-ml.so.1 comes with the NVIDIA driver)"]
+    except NvmlError as exc:
+        return [f"  NVML not usable: {str(exc).splitlines()[0]}"]
+    lines = [f"  kernel-mode driver {_fmt_version(version)}"]
+    try:
+        rows = [_gpu_row(dev) for dev in SystemDevice.get_all_devices()]
+    except NvmlError as exc:
+        return lines + [f"  GPUs could not be listed: {exc}"]
+    header = ["#", "name", "memory used / total", "temperature", "utilization", "persistence"]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return lines
+
+
 def report():
     """Return the diagnosis report as a string."""
     impl = platform.python_implementation()
@@ -89,6 +140,8 @@ def report():
     out.append("CUDA driver and GPUs:")
     gpu, _ = _gpu_lines()
     out.extend(gpu)
+    out.append("NVML:")
+    out.extend(_nvml_lines())
     return "\n".join(out)
 
 

@@ -164,16 +164,17 @@ def _build_plan(kernel, args, full_key):
             _check_size(i, slot, arg, param)
 
     # Lay the values out after the header, each at its natural alignment (the
-    # native struct rules), structures at _RAW_ALIGN.  Offsets are from the
-    # start of the blob; the argument part alone (``arg_fmt``) has the same
-    # relative layout because the header size is a multiple of 8.
+    # native struct rules), structures at their slot's alignment (default
+    # _RAW_ALIGN).  Offsets are from the start of the blob; the argument part
+    # alone (``arg_fmt``) has the same relative layout because the header size
+    # is a multiple of 8.
     arg_fmt = "@"
     arg_items = []  # per argument: [(code, cpy expr, pypy expr, blob offset)]
     for slot in slots:
         placed = []
         for code, cpy, pypy in slot.items:
             if code.endswith("s"):
-                pad = -struct.calcsize(arg_fmt) % _RAW_ALIGN
+                pad = -struct.calcsize(arg_fmt) % (slot.align or _RAW_ALIGN)
                 if pad:
                     arg_fmt += f"{pad}x"
             offset = struct.calcsize(arg_fmt + code) - struct.calcsize("@" + code)

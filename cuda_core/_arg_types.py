@@ -12,10 +12,13 @@ Python ``int`` an ``intptr_t`` (it is treated as an address); ``float`` a
 ``double``; ``complex`` a ``double complex``; ``bool`` a one-byte C++
 ``bool``; NumPy scalars their exact width (``float16`` as raw bits); ctypes
 scalars their C type; a ``StridedMemoryView`` its pointer; a graph condition
-its 64-bit handle.  Beyond ``cuda.core``, structures are passed by value:
-a NumPy structured scalar (``numpy.void``) or a ``ctypes.Structure`` /
-``ctypes.Union`` instance, checked against (and zero-padded to) the kernel's
-parameter size where the driver reports it.  Anything else raises TypeError.
+its 64-bit handle; texture and surface objects their 64-bit handles; a
+``TensorMapDescriptor`` its 128 bytes by value, 64-byte aligned in the
+parameter buffer (such types declare their kind with ``KERNEL_ARG_MARKER``).
+Beyond ``cuda.core``, structures are passed by value: a NumPy structured
+scalar (``numpy.void``) or a ``ctypes.Structure`` / ``ctypes.Union``
+instance, checked against (and zero-padded to) the kernel's parameter size
+where the driver reports it.  Anything else raises TypeError.
 
 Where the driver reports the kernel's parameter sizes (CUDA 12.4 or newer),
 every argument's packed width must equal its parameter's size, checked when
@@ -35,19 +38,25 @@ __all__ = []
 #: Class attribute that marks graph-condition classes (``cuda_core.graph.
 #: GraphCondition``): such arguments are passed as their 64-bit ``handle`` (an int).
 GRAPH_CONDITION_MARKER = "_cuda_core_graph_condition"
+#: Class attribute by which a type below this layer declares how it is passed
+#: (texture/surface objects, tensor maps): ``"u64"`` passes its ``_karg`` int
+#: as a 64-bit value; ``(size, alignment)`` passes its ``_karg`` bytes by value
+#: at that alignment of the parameter buffer.
+KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 
 
 class _Slot:
     """How one argument is packed: ``items`` are (struct code, CPython expr, PyPy expr)."""
 
-    __slots__ = ("type", "items", "dtype", "raw_size", "expr_keep")
+    __slots__ = ("type", "items", "dtype", "raw_size", "expr_keep", "align")
 
-    def __init__(self, tp, items, dtype=None, raw_size=None, expr_keep=None):
+    def __init__(self, tp, items, dtype=None, raw_size=None, expr_keep=None, align=None):
         self.type = tp
         self.items = items
         self.dtype = dtype
         self.raw_size = raw_size
         self.expr_keep = expr_keep or {}
+        self.align = align
 
 
 def _one(code, cpy="{a}", pypy=None):
@@ -154,6 +163,9 @@ def _classify(arg, index, param):
         return _Slot(tp, _one("N", "{a}.ptr"))
     if getattr(tp, GRAPH_CONDITION_MARKER, False):
         return _Slot(tp, _one("Q", "{a}.handle"))
+    kind = getattr(tp, KERNEL_ARG_MARKER, None)
+    if kind is not None:
+        return _marked_slot(tp, kind)
     if isinstance(arg, np.void) and arg.dtype.fields is not None:
         return _struct_slot_numpy(arg, tp, index, param, np)
     if isinstance(arg, (ctypes.Structure, ctypes.Union)):
@@ -164,6 +176,15 @@ def _classify(arg, index, param):
         "StridedMemoryView, graph conditions, NumPy structured scalars and ctypes "
         "structures"
     )
+
+
+def _marked_slot(tp, kind):
+    """The slot of a type that declares its kind with KERNEL_ARG_MARKER."""
+    if kind == "u64":
+        return _Slot(tp, _one("Q", "{a}._karg"))
+    size, align = kind
+    items, keep = _raw_items(size, "{a}._karg", {})
+    return _Slot(tp, items, raw_size=size, expr_keep=keep, align=align)
 
 
 def _slot_size(slot):

@@ -14,8 +14,10 @@ current on the calling thread, so the common case costs one extra query.
 from __future__ import annotations
 
 import threading
+import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._device_resources import DeviceResources
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle, require_open
 
@@ -25,6 +27,12 @@ __all__ = ["Context"]
 # and every context a Context object was made for): handle int -> device id.
 _KNOWN_DEVICES = {}
 _tls = threading.local()
+# Green contexts by handle int, so that a handle read back from the driver
+# (set_current's previous context) gives the same Context object.
+_GREEN_CONTEXTS = weakref.WeakValueDictionary()
+# [function(ctx, options) -> Stream] creating a green context's streams;
+# filled by cuda_core._green_context (streams are a higher layer).
+_GREEN_STREAM_FACTORY = []
 
 
 class Context:
@@ -42,7 +50,7 @@ class Context:
         On direct construction.
     """
 
-    __slots__ = ("_handle", "_h", "_device_id", "_closed", "__weakref__")
+    __slots__ = ("_handle", "_h", "_device_id", "_closed", "_green", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(
@@ -58,7 +66,16 @@ class Context:
         self._h = as_int_handle(c_ctx)
         self._device_id = int(device_id)
         self._closed = False
+        self._green = None
         _KNOWN_DEVICES.setdefault(self._h, self._device_id)
+        return self
+
+    @classmethod
+    def _from_green(cls, c_ctx, device_id, owner):
+        """Wrap the ``CUcontext`` of a green context; ``owner`` holds the ``CUgreenCtx``."""
+        self = cls._from_ctx(c_ctx, device_id)
+        self._green = owner
+        _GREEN_CONTEXTS[self._h] = self
         return self
 
     def __eq__(self, other):
@@ -71,31 +88,67 @@ class Context:
 
     def __repr__(self):
         state = " (closed)" if self._closed else ""
-        return f"<Context handle={self._h:#x} device={self._device_id}{state}>"
+        green = " green" if self._green is not None else ""
+        return f"<Context handle={self._h:#x} device={self._device_id}{green}{state}>"
 
     def close(self):
         """Release this wrapper; later use of it raises RuntimeError.
 
-        The underlying primary context is retained once per process by
+        A primary context is retained once per process by
         :class:`~cuda_core.Device` and is not destroyed here (other objects
-        still use it).  Closing twice is a no-op.
-        """
-        self._closed = True
-
-    def create_stream(self, options=None):
-        """Create a stream bound to this context (green contexts only).
+        still use it).  A green context is destroyed once nothing uses it
+        any more: at once when every stream made by :meth:`create_stream`
+        is closed, otherwise when the last of them is garbage collected.
+        Closing twice is a no-op.
 
         Raises
         ------
         RuntimeError
-            Always for primary contexts: use
-            :meth:`Device.create_stream <cuda_core.Device.create_stream>`.
+            If this is a green context that is current on the calling
+            thread (make another context current first).
+        """
+        if self._closed:
+            return
+        green = self._green
+        if green is not None and not green.destroyed:
+            out = _bufs().ctx
+            check(lib.cuCtxGetCurrent(out))
+            if out[0] == self._handle:
+                raise RuntimeError(
+                    "Cannot close a CUDA context while it is current. Restore a previous "
+                    "context before closing this context."
+                )
+        self._closed = True
+        if green is not None:
+            green.release()
+
+    def create_stream(self, options=None):
+        """Create a stream bound to this green context.
+
+        Parameters
+        ----------
+        options : StreamOptions or dict, optional
+            Green-context streams must be non-blocking (the default).
+
+        Returns
+        -------
+        Stream
+
+        Raises
+        ------
+        RuntimeError
+            For a primary context (use :meth:`Device.create_stream
+            <cuda_core.Device.create_stream>`), or a closed one.
+        ValueError
+            If ``options`` asks for a blocking stream.
         """
         require_open(self, self._closed, "Context")
-        raise RuntimeError(
-            "Context.create_stream is only available on green contexts; for a primary "
-            "context use Device.create_stream()"
-        )
+        if self._green is None:
+            raise RuntimeError(
+                "Context.create_stream() is only supported on green contexts. "
+                "Use Device.create_stream() for primary contexts."
+            )
+        return _GREEN_STREAM_FACTORY[0](self, options)
 
     @property
     def handle(self):
@@ -110,9 +163,25 @@ class Context:
 
     @property
     def is_green(self):
-        """bool: Whether this is a green context (always False: green contexts are not
-        supported yet)."""
-        return False
+        """bool: Whether this context was created from device resources (a green context)."""
+        return self._green is not None
+
+    @property
+    def resources(self):
+        """DeviceResources: The resources provisioned for this context.
+
+        A green context's are those it was created with (its SM partition);
+        a primary context's are the whole device's.
+
+        Raises
+        ------
+        RuntimeError
+            If the context is closed.
+        """
+        require_open(self, self._closed, "Context")
+        green = self._green
+        c_green = None if green is None else green.c_green
+        return DeviceResources._for_context(self._device_id, self._handle, c_green, self)
 
 
 # --------------------------------------------------------------------------
@@ -212,4 +281,7 @@ def _context_of(c_ctx):
     """Return a :class:`Context` for the ``CUcontext`` cdata ``c_ctx`` (None for NULL)."""
     if c_ctx == ffi.NULL:
         return None
+    green = _GREEN_CONTEXTS.get(as_int_handle(c_ctx))
+    if green is not None:
+        return green
     return Context._from_ctx(c_ctx, _device_of_ctx(c_ctx))

@@ -25,11 +25,17 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream
 from cuda_core._device_properties import DeviceProperties
+from cuda_core._device_resources import _DEVICE_TYPE, DeviceResources
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
+from cuda_core._green_context import create_green_context
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
 from cuda_core._stream_protocol import _as_index, _graph_builder_type
+from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import require_open
+from cuda_core.system._device import Device as _SystemDevice
+from cuda_core.system._device import cuda_device_class as _cuda_device_slot
+from cuda_core.texture._factories import TextureFactories
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -53,7 +59,7 @@ class ComputeCapability(NamedTuple):
     minor: int
 
 
-class Device:
+class Device(TextureFactories):
     """A CUDA GPU, and the entry point to streams, events and memory on it.
 
     ``Device(device_id)`` returns the calling thread's singleton object for
@@ -202,14 +208,37 @@ class Device:
         return previous
 
     def create_context(self, options=None):
-        """Create a green context (not supported yet).
+        """Create a green context from device resources; it is not made current.
+
+        Parameters
+        ----------
+        options : ContextOptions
+            The resources of the context: SM groups from one
+            :meth:`SMResource.split <cuda_core.SMResource.split>` of
+            :attr:`resources`, optionally a configured workqueue resource.
+
+        Returns
+        -------
+        Context
+            A green context (:attr:`Context.is_green
+            <cuda_core.Context.is_green>`); make streams on it with
+            :meth:`Context.create_stream <cuda_core.Context.create_stream>`,
+            or make it current with :meth:`set_current`.
 
         Raises
         ------
+        ValueError
+            Without resources, or with a dry-run SMResource.
+        TypeError
+            If ``options`` is not a ContextOptions (or dict), or a resource
+            is neither an SMResource nor a WorkqueueResource.
         NotImplementedError
-            Always: green contexts are not implemented in cuda_core.
+            With a driver older than CUDA 12.4.
+        CUDAError
+            If the driver rejects the resources (e.g. groups from different
+            splits: ``CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION``).
         """
-        raise NotImplementedError("green contexts (Device.create_context) are not supported yet")
+        return create_green_context(self._device_id, options)
 
     def create_stream(self, obj=None, options=None):
         """Create a new stream, or wrap a foreign one.
@@ -342,6 +371,10 @@ class Device:
         check(lib.cuDeviceCanAccessPeer(out, self._device_id, peer._device_id))
         return bool(out[0])
 
+    def to_system_device(self):
+        """Return the :class:`cuda_core.system.Device` (NVML) of this GPU, matched by UUID."""
+        return _SystemDevice._from_cuda_uuid(self.uuid)
+
     @property
     def device_id(self):
         """int: The device ordinal."""
@@ -376,6 +409,11 @@ class Device:
         buf = ffi.new("char[]", 64)
         check(lib.cuDeviceGetPCIBusId(buf, 64, self._device_id))
         return ffi.string(buf).decode()
+
+    @property
+    def resources(self):
+        """DeviceResources: The device's resources (SMs, workqueues) for green contexts."""
+        return DeviceResources._for_device(self._device_id)
 
     @property
     def properties(self):
@@ -446,6 +484,9 @@ class Device:
         non-zero integer, else :data:`~cuda_core.LEGACY_DEFAULT_STREAM`.
         """
         return default_stream()
+
+
+_TENSOR_MAP_DEVICE.append(Device)
 
 
 # --------------------------------------------------------------------------
@@ -535,3 +576,7 @@ def _retain_primary(device_id):
             check(lib.cuDevicePrimaryCtxRetain(out, device_id))
             c_ctx = _primary[device_id] = out[0]
     return c_ctx
+
+
+_DEVICE_TYPE.append(Device)  # WorkqueueResource.device
+_cuda_device_slot.append(Device)  # system.Device.to_cuda_device() returns this class

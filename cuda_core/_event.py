@@ -6,10 +6,18 @@ Events are created by :meth:`Device.create_event
 <cuda_core.Stream.record>`.  An event owns its ``CUevent``: :meth:`Event.close`
 (or leaving a ``with`` block) destroys it; a garbage-collection finalizer is
 only the safety net and reports failures as :class:`~cuda_core.CUDAWarning`.
+
+An event that graph nodes record or wait for is shared: :func:`claim_event`
+gives each node version a claim on the ``CUevent`` and moves the Event to a
+third open twin whose ``close()`` drops only the Event's own claim, so the
+``CUevent`` is destroyed when the last of the Event and those nodes lets go.
+Events no graph uses keep the plain twins and their hot paths.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 from dataclasses import dataclass
 
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
@@ -30,6 +38,20 @@ _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 _BLOCKING_SYNC = lib.CU_EVENT_BLOCKING_SYNC
 _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
 _NOT_READY = lib.CUDA_ERROR_NOT_READY
+_INVALID_HANDLE = lib.CUDA_ERROR_INVALID_HANDLE
+# The messages of Event - Event, as cuda.core words them.
+_ELAPSED_TIMING_DISABLED = (
+    "Both Events must be created with timing enabled in order to subtract them; use "
+    "EventOptions(timing_enabled=True) when creating both events."
+)
+_ELAPSED_NOT_RECORDED = (
+    "Both Events must be recorded before they can be subtracted; use Stream.record() to "
+    "record both events to a stream."
+)
+_ELAPSED_NOT_COMPLETED = (
+    "One or both events have not completed; use Event.sync(), Stream.sync(), or "
+    "Device.sync() to wait for the events to complete before subtracting them."
+)
 _IPC_HANDLE_SIZE = lib.CU_IPC_HANDLE_SIZE
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_event_new = lib.cc_event_new
@@ -121,7 +143,8 @@ class Event:
 
     # _flags holds the CU_EVENT_* creation flags; _ipc_desc is set only once
     # exported (left unset otherwise: fewer stores on the hot path).
-    __slots__ = ("_handle", "_ctx", "_flags", "_ipc_desc", "_closed", "__weakref__")
+    # _share (an _EventShare) is set only once a graph node uses the event.
+    __slots__ = ("_handle", "_ctx", "_flags", "_ipc_desc", "_closed", "_share", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(
@@ -145,10 +168,13 @@ class Event:
 
         Raises
         ------
+        RuntimeError
+            When timing is disabled on either event, one of them was never
+            recorded, or one has not completed yet; the message says which
+            and how to fix it (the exception is also a
+            :class:`~cuda_core.CUDAError` carrying the driver status).
         CUDAError
-            (also a RuntimeError) when timing is disabled on either event, one
-            of them was never recorded, or one has not completed yet; the
-            message says which and how to fix it.
+            For any other driver failure.
         """
         if not isinstance(other, Event):
             return NotImplemented
@@ -161,23 +187,17 @@ class Event:
         status = lib.cuEventElapsedTime(out, other._handle, self._handle)
         if not status:
             return out[0]
-        if (self._flags | other._flags) & _DISABLE_TIMING:
-            hint = (
-                "both events must be created with timing enabled to subtract them; "
-                "use EventOptions(timing_enabled=True) for both"
-            )
+        if status == _INVALID_HANDLE:
+            if (self._flags | other._flags) & _DISABLE_TIMING:
+                message = _ELAPSED_TIMING_DISABLED
+            else:
+                message = _ELAPSED_NOT_RECORDED
         elif status == _NOT_READY:
-            hint = (
-                "one or both events have not completed yet; call Event.sync(), "
-                "Stream.sync() or Device.sync() before subtracting them"
-            )
+            message = _ELAPSED_NOT_COMPLETED
         else:
-            hint = (
-                "both events must be recorded before they can be subtracted; "
-                "use Stream.record() on both"
-            )
-        err = driver_error(status, hint)
-        raise _ElapsedTimeError(str(err), code=err.code, name=err.name)
+            check(status, "cuEventElapsedTime")
+        err = driver_error(status)
+        raise _ElapsedTimeError(message, code=err.code, name=err.name)
 
     def __rsub__(self, other):
         return NotImplemented
@@ -228,6 +248,10 @@ class Event:
             return
         self._closed = True
         self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
+        share = getattr(self, "_share", None)
+        if share is not None:  # graph nodes still use the CUevent
+            share.drop(raise_errors=True)
+            return
         status = _cuEventDestroy(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -428,6 +452,96 @@ def _destroy_event(c_event):
         warn_cuda("cuEventDestroy (Event finalizer)", status)
 
 
+class _EventShare:
+    """A ``CUevent`` used by graph nodes as well as by its Event: counts the claims.
+
+    The last claim to go destroys the event (see the module docstring).
+    """
+
+    __slots__ = ("handle", "claims")
+
+    def __init__(self, c_event):
+        self.handle = c_event
+        self.claims = 1  # the Event's
+
+    def drop(self, raise_errors):
+        """Drop one claim; destroy the event with the last (raise or warn on failure)."""
+        with _share_lock:
+            self.claims -= 1
+            if self.claims:
+                return
+        if in_forked_child() or sys.is_finalizing():
+            return
+        status = lib.cuEventDestroy(self.handle)
+        if not status:
+            return
+        if raise_errors:
+            check(status)
+        warn_cuda("cuEventDestroy (last graph use of an Event)", status)
+
+
+class _EventClaim:
+    """A graph node's claim on an Event's ``CUevent`` (from :func:`claim_event`)."""
+
+    __slots__ = ("_share",)
+
+    def __init__(self, share):
+        self._share = share
+
+    def drop(self):
+        """Give the claim up (idempotent; a failing destroy warns)."""
+        share, self._share = self._share, None
+        if share is not None:
+            share.drop(raise_errors=False)
+
+    def clone(self):
+        """Return a new claim on the same ``CUevent`` (for a new node version that keeps it)."""
+        share = self._share
+        with _share_lock:
+            share.claims += 1
+        return _EventClaim(share)
+
+    def __del__(self):
+        if self._share is not None:
+            self.drop()
+
+
+def claim_event(event):
+    """Return a claim that keeps the ``CUevent`` of open Event ``event`` alive for a graph node."""
+    with _share_lock:
+        share = getattr(event, "_share", None)
+        if share is None:
+            share = event._share = _EventShare(event._handle)
+            plain = type(event)._plain
+            event.__class__ = (
+                _OpenSharedEvent
+                if plain is Event
+                else open_class(plain, _shared_event_finalizer, variant="shared")
+            )
+        share.claims += 1
+    return _EventClaim(share)
+
+
+def _shared_event_close(self):
+    """close() of a shared event: drop the Event's claim (see the module docstring)."""
+    if self._closed:
+        return
+    self._closed = True
+    self.__class__ = type(self)._plain
+    self._share.drop(raise_errors=True)
+
+
+def _shared_event_finalizer(self):
+    """``__del__`` of shared events: drop the Event's claim if it was never closed."""
+    try:
+        closed = self._closed
+    except AttributeError:  # never filled in
+        return
+    if not closed:
+        self._closed = True
+        self._share.drop(raise_errors=False)
+
+
 def _event_from_ipc(descriptor):
     """Unpickle an IPC event (the receiving process opens the handle)."""
     return Event.from_ipc_descriptor(descriptor)
@@ -445,6 +559,11 @@ _OpenEvent = open_class(Event, _event_finalizer, **_OPEN_EVENT_METHODS)
 #: The class of open IPC-enabled events, a second twin: ``type(e) is
 #: _OpenEvent`` then also says "not IPC" (Stream.record's hot path).
 _OpenIpcEvent = open_class(Event, _event_finalizer, variant="ipc", **_OPEN_EVENT_METHODS)
+#: The class of open events that graph nodes use too (see :func:`claim_event`).
+_OpenSharedEvent = open_class(
+    Event, _shared_event_finalizer, variant="shared", close=_shared_event_close
+)
+_share_lock = threading.Lock()
 
 
 def _new_event(cls, options, ctx, bound):

@@ -17,6 +17,8 @@ parameter layout (``cuKernelGetParamInfo``) and the argument plans that
 
 from __future__ import annotations
 
+import warnings
+import weakref
 from collections import namedtuple
 
 from cuda_core._arg_plan import _NO_PLAN
@@ -32,6 +34,11 @@ __all__ = ["Kernel", "ParamInfo"]
 ParamInfo = namedtuple("ParamInfo", ["offset", "size"])
 
 _INVALID_VALUE = 1
+_MAX_HANDLE = 2 ** (8 * ffi.sizeof("void *")) - 1
+
+#: CUkernel address -> the ObjectCode whose library it came from, for the
+#: kernels cuda_core obtained itself (what Kernel.from_handle can know).
+_KERNEL_LIBRARIES = weakref.WeakValueDictionary()
 _PARAM_INFO_MIN_DRIVER = 12040
 
 
@@ -87,6 +94,13 @@ class Kernel:
         self._coop_limits = {}
         return self
 
+    @classmethod
+    def _from_object_code(cls, c_kernel, mod):
+        """Wrap a ``CUkernel`` that ``mod.get_kernel`` obtained, and remember its library."""
+        self = cls._from_library(c_kernel, mod)
+        _KERNEL_LIBRARIES[self._h] = mod
+        return self
+
     def __eq__(self, other):
         if not isinstance(other, Kernel):
             return NotImplemented
@@ -106,11 +120,19 @@ class Kernel:
         Parameters
         ----------
         handle : int
-            The address of a ``CUkernel`` (e.g. from another library).
+            The address of a ``CUkernel`` (e.g. from another library).  As in
+            ``cuda.core``, a bool counts as an int and ``0`` gives a kernel
+            with a null handle.
         mod : ObjectCode, optional
-            The code object the kernel comes from; it is kept alive with the
-            kernel.  Without it, keeping the kernel's library loaded is the
-            caller's responsibility.
+            The code object the kernel comes from.  When ``handle`` is a
+            kernel that cuda_core obtained with
+            :meth:`ObjectCode.get_kernel <cuda_core.ObjectCode.get_kernel>`
+            and whose ObjectCode is still open, the new kernel keeps *that*
+            ObjectCode (its library) alive and ``mod`` is not kept.  Otherwise
+            the kernel's library is unknown: ``mod`` is kept alive with the
+            kernel, and once ``mod`` is closed the kernel cannot be used.
+            Without either, keeping the library loaded is the caller's
+            responsibility.
 
         Returns
         -------
@@ -119,17 +141,39 @@ class Kernel:
         Raises
         ------
         TypeError
-            If ``handle`` is not an int.
-        ValueError
-            If ``handle`` is negative or zero.
+            If ``handle`` is not an int, or ``mod`` is neither None nor an
+            ObjectCode (``cuda.core`` does not check ``mod``; cuda_core does).
+        OverflowError
+            If ``handle`` is negative or does not fit in a pointer.
+
+        Warns
+        -----
+        UserWarning
+            When ``mod`` is loaded and its library is not the one the kernel
+            is known to come from (the kernel is still returned).
         """
-        if isinstance(handle, bool) or not isinstance(handle, int):
+        if not isinstance(handle, int):
             raise TypeError(f"handle must be an integer, got {type(handle).__name__}")
-        if handle <= 0:
-            raise ValueError(f"handle must be the address of a CUkernel, got {handle}")
+        if handle < 0:
+            raise OverflowError("can't convert negative value to size_t")
+        if handle > _MAX_HANDLE:
+            raise OverflowError("value too large to convert to size_t")
         if mod is not None and not hasattr(mod, "_closed"):
             raise TypeError(f"mod must be an ObjectCode or None, not {type(mod).__name__}")
-        return Kernel._from_library(ffi.cast("CUkernel", handle), mod)
+        handle = int(handle)
+        owner = _KERNEL_LIBRARIES.get(handle)
+        if owner is not None and owner._closed:
+            owner = None  # its library was unloaded: the handle is no longer known
+        if owner is None:
+            return Kernel._from_library(ffi.cast("CUkernel", handle), mod)
+        if mod is not None and mod is not owner and _loaded_library(mod) is not None:
+            if _loaded_library(mod) != _loaded_library(owner):
+                warnings.warn(
+                    "The library from the provided ObjectCode does not match the library "
+                    "associated with this kernel.",
+                    stacklevel=2,
+                )
+        return Kernel._from_library(ffi.cast("CUkernel", handle), owner)
 
     def _is_closed(self):
         return self._mod._closed
@@ -313,3 +357,11 @@ def _confirm_end_of_params(c_kernel, count, result, offset, size):
                 f"offset {p.offset}, previous one ends at {end})"
             )
         end = p.offset + p.size
+
+
+def _loaded_library(mod):
+    """Return the ``CUlibrary`` address of a loaded, open ObjectCode, else None."""
+    box = getattr(mod, "_box", None)
+    if box is None or getattr(mod, "_closed", True):
+        return None
+    return as_int_handle(box[0])

@@ -29,14 +29,17 @@ configurations (clusters, cooperative launches) take the slow start,
 
 from __future__ import annotations
 
+import warnings
 from math import prod
 
 from cuda_core._arg_plan import _IS_PYPY, _slow_fill, _slow_pack, _thread_state, _tls
 from cuda_core._cuda_ffi import lib
 from cuda_core._errors import check
 from cuda_core._kernel import Kernel
-from cuda_core._launch_config import _check_device_support, _coerce_config
+from cuda_core._launch_config import LaunchConfig, _check_device_support
 from cuda_core._stream import Stream, _as_stream, _OpenStream
+from cuda_core._stream_protocol import _graph_builder_type
+from cuda_core._utils import check_or_create_options
 
 __all__ = ["launch"]
 
@@ -45,7 +48,7 @@ _launch_blob = lib.cc_launch_blob
 
 def _launch_cpython(stream, config, kernel, *kernel_args):
     if type(stream) is not _OpenStream and type(stream) is not Stream:
-        stream = _as_stream(stream, "stream")
+        stream = _accept_stream(stream)
     try:
         cfg = config._fast  # the prepared config's address; None: take the slow path
         plan = kernel._plan
@@ -66,7 +69,7 @@ def _launch_cpython(stream, config, kernel, *kernel_args):
 
 def _launch_pypy(stream, config, kernel, *kernel_args):
     if type(stream) is not _OpenStream and type(stream) is not Stream:
-        stream = _as_stream(stream, "stream")
+        stream = _accept_stream(stream)
     try:
         cfg = config._fast  # the prepared config's address; None: take the slow path
         plan = kernel._plan
@@ -97,8 +100,11 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
 
     Parameters
     ----------
-    stream : Stream, GraphBuilder or object with ``__cuda_stream__``
-        Where the launch is ordered (a graph builder captures it).
+    stream : Stream or GraphBuilder
+        Where the launch is ordered (a graph builder captures it).  An
+        object implementing ``__cuda_stream__`` is still accepted but, as in
+        ``cuda.core``, deprecated: each such call warns; convert it with
+        ``Stream(obj)`` instead.
     config : LaunchConfig or dict
         Grid, block, cluster, shared memory and launch flags (a dict is
         passed to :class:`LaunchConfig`).
@@ -114,7 +120,10 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
     Raises
     ------
     TypeError
-        If ``stream``, ``config`` or ``kernel`` has the wrong type, an
+        If ``stream`` is None (``"stream is required and must not be
+        None; ..."``) or neither a Stream, a GraphBuilder nor a
+        ``__cuda_stream__`` object (``"Stream or GraphBuilder expected, got
+        <type>"``); if ``config`` or ``kernel`` has the wrong type, an
         argument has an unsupported type (the message names its position
         and type), the number of arguments differs from the kernel's
         parameter count, or an argument's width differs from its
@@ -126,11 +135,20 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
         cooperative launch's grid cannot be co-resident (the message gives
         both numbers), or a structure argument is larger than its parameter.
     RuntimeError
-        If the stream, the kernel's ObjectCode or a Buffer argument is closed.
+        If the stream, the kernel's ObjectCode or a Buffer argument is closed,
+        or a ``__cuda_stream__`` object returns something other than
+        ``(0, address)``.
     CUDAError
         If the device cannot do what the configuration asks (clusters,
         cooperative launches), or the driver rejects the launch (e.g.
         ``CUDA_ERROR_INVALID_VALUE`` for a block that is too large).
+
+    Warns
+    -----
+    DeprecationWarning
+        For a ``stream`` that is not a Stream or GraphBuilder but implements
+        ``__cuda_stream__`` (``"Passing foreign stream objects to this
+        function via the stream protocol is deprecated. ..."``).
 
     Notes
     -----
@@ -152,11 +170,45 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
 # Private helpers: the slow start and the checks that only special
 # configurations need.
 # --------------------------------------------------------------------------
+def _accept_stream(stream):
+    """The launch's stream when it is not an exact Stream (the slow path).
+
+    As ``cuda.core`` does: None and non-streams raise TypeError; a
+    ``__cuda_stream__`` object is wrapped first (a malformed protocol raises
+    before any warning) and then warns that passing it is deprecated.
+    """
+    if isinstance(stream, Stream):
+        return stream
+    if stream is None:
+        raise TypeError(
+            "stream is required and must not be None; pass device.default_stream "
+            "explicitly to use the default stream."
+        )
+    builder = _graph_builder_type()
+    if builder is not None and isinstance(stream, builder):
+        return stream.stream
+    if hasattr(stream, "__cuda_stream__"):
+        wrapped = _as_stream(stream, "stream")
+        warnings.warn(
+            "Passing foreign stream objects to this function via the stream protocol is "
+            "deprecated. Convert the object explicitly using Stream(obj) instead.",
+            DeprecationWarning,
+            stacklevel=3,  # the caller of launch()
+        )
+        return wrapped
+    raise TypeError(f"Stream or GraphBuilder expected, got {type(stream).__name__}")
+
+
 def _check_launch_types(config, kernel):
-    """Return ``(config, kernel)`` with ``config`` a LaunchConfig; raise TypeError otherwise."""
+    """Return ``(config, kernel)`` with ``config`` a LaunchConfig; raise TypeError otherwise.
+
+    The config is coerced first, as ``cuda.core`` does (``None`` and dicts
+    become LaunchConfigs); ``cuda.core`` does not check ``kernel``.
+    """
+    config = check_or_create_options(LaunchConfig, config, "launch config")
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a Kernel, not {type(kernel).__name__}")
-    return _coerce_config(config), kernel
+    return config, kernel
 
 
 def _prepare_launch(config, kernel, stream):

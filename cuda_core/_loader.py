@@ -14,7 +14,10 @@ Search order for NVRTC, nvJitLink and libNVVM, stopping at the first hit:
 5. the system loader (``LD_LIBRARY_PATH``, ``ldconfig``).
 
 The driver (``libcuda.so.1``) comes from the system loader only; it is
-loaded by the extension itself on the first driver call.  ``import
+loaded by the extension itself on the first driver call.  NVML
+(``libnvidia-ml.so.1``, part of the driver) comes from the override
+``CUDA_CORE_NVML_PATH`` or else the system loader, never from a wheel or a
+toolkit; :mod:`cuda_core.system` loads it at its first call.  ``import
 cuda_core`` needs none of these libraries.
 """
 
@@ -36,6 +39,7 @@ __all__ = [
     "libdevice_path",
     "library_path",
     "load_driver",
+    "load_nvml",
     "nvjitlink_version",
     "nvrtc_version",
     "nvvm_version",
@@ -216,6 +220,52 @@ def load_driver():
         if lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED:
             raise driver_error(3)  # CUDA_ERROR_NOT_INITIALIZED, with the fork() hint
         raise driver_not_found_error()
+
+
+_NVML_ENV = "CUDA_CORE_NVML_PATH"
+_NVML_SONAME = "libnvidia-ml.so.1"
+
+
+def load_nvml():
+    """Load NVML (``libnvidia-ml.so.1``) if needed.
+
+    The override ``CUDA_CORE_NVML_PATH`` (a file path) is tried alone when
+    set; otherwise the system loader.  A failed search is not remembered:
+    the next call searches again.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        Naming what was searched and how to fix it.
+    """
+    index = lib.CC_LIB_NVML
+    if lib.cc_library_state(index) == 1:
+        return
+    with _LOCK:
+        if lib.cc_library_state(index) == 1:
+            return
+        attempts = []
+        override = os.environ.get(_NVML_ENV)
+        if override:
+            if not os.path.exists(override):
+                raise LibraryNotFoundError(
+                    f"NVML: {_NVML_ENV} is set to {override!r}, which does not exist. "
+                    f"Point {_NVML_ENV} at {_NVML_SONAME} or unset it."
+                )
+            if _try_load(index, override, attempts):
+                return
+            raise LibraryNotFoundError(
+                f"NVML: {_NVML_ENV}={override!r} could not be loaded: {attempts[-1]}"
+            )
+        if _try_load(index, _NVML_SONAME, attempts):
+            return
+        raise LibraryNotFoundError(
+            f"NVML ({_NVML_SONAME}) could not be loaded. Searched: the system loader "
+            f"({attempts[-1]}); NVML is part of the NVIDIA driver and is never taken "
+            "from a wheel or a toolkit. Fix: install the NVIDIA driver, add the "
+            f"directory holding {_NVML_SONAME} to LD_LIBRARY_PATH, or set {_NVML_ENV} "
+            "to its path."
+        )
 
 
 def driver_not_found_error():

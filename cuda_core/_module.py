@@ -300,7 +300,7 @@ class ObjectCode:
         check(lib.cuLibraryGetKernel(out, c_lib, symbol), f"kernel {name!r}")
         from cuda_core._kernel import Kernel
 
-        return Kernel._from_library(out[0], self)
+        return Kernel._from_object_code(out[0], self)
 
     def close(self):
         """Unload the library (``cuLibraryUnload``), if it was loaded.

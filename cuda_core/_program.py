@@ -19,7 +19,6 @@ from cuda_core._errors import (
     CUDAError,
     CUDAWarning,
     LibraryNotFoundError,
-    NVRTCError,
     check_nvrtc,
     check_nvvm,
     nvrtc_log,
@@ -50,21 +49,24 @@ class Program:
     Parameters
     ----------
     code : str, bytes or bytearray
-        The source.  CUDA C++ must be a ``str``; PTX a ``str`` (or bytes);
-        NVVM IR a ``str`` (LLVM text) or bytes (text or bitcode).
+        The source.  CUDA C++ and PTX must be a ``str``; NVVM IR a ``str``
+        (LLVM text) or bytes (text or bitcode).
     code_type : str
         ``"c++"`` (NVRTC), ``"ptx"`` (the linker) or ``"nvvm"`` (libNVVM);
         case-insensitive.
     options : ProgramOptions, dict or None
-        Compilation options; see :class:`ProgramOptions`.
+        Compilation options; see :class:`ProgramOptions`.  As in
+        ``cuda.core``, ``use_libdevice`` is ignored for C++ and PTX, and
+        ``numba_debug`` for PTX.
 
     Raises
     ------
     ValueError
         For an unknown ``code_type`` (also a RuntimeError, as in
-        ``cuda.core``) or an option the backend cannot take.
+        ``cuda.core``), or ``extra_sources`` with C++ or PTX.
     TypeError
-        If ``code`` has the wrong type for ``code_type``.
+        If ``code`` has the wrong type for ``code_type`` (``"Expected type
+        str, but got <type>"`` for C++ and PTX).
     LibraryNotFoundError
         If the backend library cannot be found.
 
@@ -78,8 +80,6 @@ class Program:
         self._options = options = check_or_create_options(
             ProgramOptions, options, "Program options"
         )
-        if not isinstance(code_type, str):
-            raise TypeError(f"code_type must be a str, not {type(code_type).__name__}")
         code_type = str(code_type).lower()
         self._lock = threading.Lock()
         self._closed = False
@@ -94,16 +94,11 @@ class Program:
         self._code_type = code_type
         self._source = code
         if code_type == "c++":
-            if not isinstance(code, str):
-                raise TypeError(
-                    f"code must be a str for code_type='c++', not {type(code).__name__}"
-                )
+            _expect_str(code)
             if options.extra_sources is not None:
                 raise ValueError(
                     "extra_sources is not supported by the NVRTC backend (C++ code_type)"
                 )
-            if options.use_libdevice:
-                raise ValueError("use_libdevice is only supported by the NVVM backend")
             from cuda_core._loader import ensure_loaded
 
             ensure_loaded("nvrtc")
@@ -111,26 +106,10 @@ class Program:
             self._code_bytes = code.encode()
             self._new_nvrtc_program()
         elif code_type == "ptx":
-            if isinstance(code, str):
-                code_bytes = code.encode()
-            elif isinstance(code, (bytes, bytearray)):
-                code_bytes = bytes(code)
-            else:
-                raise TypeError(
-                    f"code must be a str for code_type='ptx', not {type(code).__name__}"
-                )
+            _expect_str(code)
             if options.extra_sources is not None:
                 raise ValueError("extra_sources is not supported by the PTX backend.")
-            if options.use_libdevice:
-                raise ValueError("use_libdevice is only supported by the NVVM backend")
-            if options.numba_debug:
-                warnings.warn(
-                    "numba_debug is ignored for code_type='ptx': PTX goes to the linker, "
-                    "which cannot honor it",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            self._ptx = ObjectCode._init(code_bytes, "ptx", name=options.name)
+            self._ptx = ObjectCode._init(code.encode(), "ptx", name=options.name)
             self._linker_options = _translate_to_linker_options(options)
             self._linker = Linker(self._ptx, options=self._linker_options)
             self._backend = self._linker.backend
@@ -147,6 +126,8 @@ class Program:
             self._backend = CompilerBackendType.NVVM
             self._new_nvvm_program(code_bytes)
         else:
+            if options.use_libdevice:
+                raise ValueError("use_libdevice is only supported by the NVVM backend")
             raise _UnsupportedCodeTypeError(
                 f"Unsupported code_type={code_type!r} "
                 f"(supported_code_types={_SUPPORTED_CODE_TYPES!r})"
@@ -217,13 +198,15 @@ class Program:
             NVRTC name expressions (e.g. ``"add<float>"``) whose mangled
             symbols go into :attr:`ObjectCode.symbol_mapping`.
         logs : object with a ``write(str)`` method, optional
-            Receives the compiler log (also when compilation fails).
+            Receives the compiler log of a successful compilation (a failed
+            one puts its log into the exception's message).
         cache : ProgramCacheResource, optional
             Look the result up in, and store it into, this cache (keyed by
-            :func:`~cuda_core.utils.make_program_cache_key`).  A hit returns
-            a fresh :class:`~cuda_core.ObjectCode` without compiling, and
-            ``logs`` receives nothing.  Cannot be combined with
-            ``name_expressions`` (the symbol mapping is not cached).
+            :func:`~cuda_core.utils.make_program_cache_key`, whose checks
+            apply).  A hit returns a fresh :class:`~cuda_core.ObjectCode`
+            without compiling, and ``logs`` receives nothing.  Cannot be
+            combined with ``name_expressions`` (the symbol mapping is not
+            cached).
 
         Returns
         -------
@@ -232,9 +215,12 @@ class Program:
 
         Raises
         ------
+        TypeError
+            If ``cache`` is not a :class:`~cuda_core.utils.ProgramCacheResource`.
         ValueError
-            For a target the backend cannot produce, or ``cache`` together
-            with ``name_expressions``.
+            For a target the backend cannot produce, ``cache`` together with
+            ``name_expressions``, or options the cache cannot key (see
+            :func:`~cuda_core.utils.make_program_cache_key`).
         NVRTCError, NVVMError, NVJitLinkError, CUDAError
             If compilation fails; the message holds the full compiler log.
         RuntimeError
@@ -243,49 +229,69 @@ class Program:
         Warns
         -----
         RuntimeWarning
-            When compiling C++ to PTX while a CUDA driver older than NVRTC is
-            installed (that driver cannot load the PTX; compile to cubin), or
+            When compiling C++ to PTX (also on a cache hit, as in
+            ``cuda.core``) while a CUDA driver older than NVRTC is installed
+            (that driver cannot load the PTX; compile to cubin), or
             when precompiled-header creation fails (the warning names why).
         """
         target_type = str(target_type).lower()
-        supported = _SUPPORTED_TARGETS[self._code_type]
-        if target_type not in supported:
-            raise ValueError(
-                f'Unsupported target_type="{target_type}" for {self._backend} '
-                f"(supported: {', '.join(repr(t) for t in supported)})"
-            )
         if isinstance(name_expressions, (str, bytes)):
             raise TypeError(
                 "name_expressions must be a sequence of str/bytes, not a single "
                 f"{type(name_expressions).__name__}; wrap it in a tuple"
             )
         name_expressions = tuple(name_expressions or ())
-        if cache is not None and name_expressions:
+        if cache is None:
+            self._check_target(target_type)
+            with self._lock:
+                self._require_open()
+                return self._compile(target_type, name_expressions, logs)
+        cache_type, make_key = _cache_support()
+        if cache_type is None or not isinstance(cache, cache_type):
+            raise TypeError(
+                "cache must be an instance of cuda_core.utils.ProgramCacheResource; "
+                f"got {type(cache).__name__}"
+            )
+        if name_expressions:
             raise ValueError(
-                "cache= cannot be combined with name_expressions: the symbol mapping of "
-                "name expressions is not stored in the cache, so get_kernel(name_expression) "
-                "would fail on a cache hit. Compile without cache=, or build a key with "
+                "Program.compile(cache=...) does not support name_expressions: the symbol "
+                "mapping is not stored in the cache, so get_kernel(name_expression) would "
+                "fail on a cache hit. Compile without cache=, or build a key with "
                 "make_program_cache_key() and look up mangled names yourself."
             )
+        code = self._source
+        if self._code_type == "nvvm" and isinstance(code, str):
+            code = code.encode("utf-8")
+        # The key builder validates the target first (its ValueError wins).
+        key = make_key(
+            code=code,
+            code_type=self._code_type,
+            options=self._options,
+            target_type=target_type,
+        )
+        self._check_target(target_type)
         with self._lock:
-            if self._closed:
-                raise RuntimeError("Program has been closed; it cannot compile after close()")
-            if cache is None:
-                return self._compile(target_type, name_expressions, logs)
-            from cuda_core.utils._program_cache._keys import make_program_cache_key
-
-            key = make_program_cache_key(
-                code=self._source,
-                code_type=self._code_type,
-                options=self._options,
-                target_type=target_type,
-            )
+            self._require_open()
             data = cache.get(key)
             if data is not None:
+                if self._backend is CompilerBackendType.NVRTC and target_type == "ptx":
+                    _warn_if_ptx_unloadable(stacklevel=3)
                 return ObjectCode._init(data, target_type, name=self._options.name)
             result = self._compile(target_type, name_expressions, logs)
             cache[key] = result
             return result
+
+    def _check_target(self, target_type):
+        supported = _SUPPORTED_TARGETS[self._code_type]
+        if target_type not in supported:
+            raise ValueError(
+                f'Unsupported target_type="{target_type}" for {self._backend} '
+                f"(supported: {', '.join(repr(t) for t in supported)})"
+            )
+
+    def _require_open(self):
+        if self._closed:
+            raise RuntimeError("Program has been closed; it cannot compile after close()")
 
     def _compile(self, target_type, name_expressions, logs):
         if self._backend is CompilerBackendType.NVRTC:
@@ -310,14 +316,8 @@ class Program:
                 f"ProgramOptions.arch={options.arch!r} is a virtual architecture, which "
                 "produces no cubin; use 'sm_<CC>' for cubin output"
             )
-        if target_type == "ptx" and _driver_ptx_state() is False:
-            warnings.warn(
-                "The CUDA driver version is older than the backend version. The generated "
-                "ptx will not be loadable by the current driver; compile to 'cubin' to "
-                "load the code with this driver.",
-                RuntimeWarning,
-                stacklevel=4,
-            )
+        if target_type == "ptx":
+            _warn_if_ptx_unloadable(stacklevel=5)
         if self._nvrtc_compiled:
             # NVRTC takes name expressions only before a program's first
             # compilation, so every later compile runs on a fresh program.
@@ -366,12 +366,7 @@ class Program:
         c_flags = [ffi.new("char[]", f) for f in flags]
         c_array = ffi.new("const char *[]", c_flags)
         status = lib.nvrtcCompileProgram(prog, len(c_flags), c_array)
-        if status:
-            if logs is not None:
-                try:
-                    logs.write(nvrtc_log(prog))
-                except NVRTCError:
-                    pass
+        if status:  # the log goes into the NVRTCError's message, not to ``logs``
             check_nvrtc(status, prog)
         if target_type == "ptx":
             get_size, get = lib.nvrtcGetPTXSize, lib.nvrtcGetPTX
@@ -500,6 +495,41 @@ class Program:
 
 
 # -- private helpers ---------------------------------------------------------------
+
+
+#: [(ProgramCacheResource, make_program_cache_key)], filled by
+#: ``cuda_core.utils`` when it is imported (it sits above this module).
+_CACHE_SUPPORT = []
+
+
+def _register_cache_support(cache_type, make_key):
+    """Let :meth:`Program.compile` use the program caches of ``cuda_core.utils``."""
+    _CACHE_SUPPORT[:] = [(cache_type, make_key)]
+
+
+def _cache_support():
+    """Return ``(ProgramCacheResource, make_program_cache_key)``, or ``(None, None)``.
+
+    No cache object can exist before ``cuda_core.utils`` is imported, so an
+    empty slot means the ``cache=`` argument is not a cache.
+    """
+    return _CACHE_SUPPORT[0] if _CACHE_SUPPORT else (None, None)
+
+
+def _expect_str(code):
+    if not isinstance(code, str):
+        raise TypeError(f"Expected type str, but got {type(code).__name__}")
+
+
+def _warn_if_ptx_unloadable(stacklevel):
+    if _driver_ptx_state() is False:
+        warnings.warn(
+            "The CUDA driver version is older than the backend version. The generated "
+            "ptx will not be loadable by the current driver. Compile to 'cubin' to "
+            "load the code with this driver.",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )
 
 
 class _UnsupportedCodeTypeError(ValueError, RuntimeError):

@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Rendering :class:`~cuda_core.ProgramOptions` as compiler flags.
 
-NVRTC takes double-dashed flags (``--device-debug``), libNVVM single-dashed
-ones (``-g``) and only a handful of options; an option the chosen backend
-cannot take raises.  :meth:`ProgramOptions.as_bytes
+NVRTC takes double-dashed flags (``--device-debug``), libNVVM mostly
+single-dashed ones (``-g``) and only a handful of options; an option libNVVM
+cannot take raises.  The flags, their order and the way each value is
+rendered are ``cuda.core``'s, so that both produce the same flags (and the
+same program cache keys) for the same options.  :meth:`ProgramOptions.as_bytes
 <cuda_core.ProgramOptions.as_bytes>` is the public face of this module.
 """
 
 from __future__ import annotations
 
-import os
+import collections.abc
 
 from cuda_core._errors import CUDAError
 
@@ -18,8 +20,10 @@ __all__ = ["nvrtc_flags", "nvvm_flags"]
 # -- option tables -----------------------------------------------------------------
 
 # (field, NVRTC spelling, kind), in emission order.  Kinds: "flag" (emitted
-# when true), "bool" (=true/=false), "value", "int", "list" (one flag per
-# item), "macro" (define_macro).
+# when truthy), "bool" (=true/=false by truthiness, when not None), "value"
+# (=<value> as formatted by ``str.format``, when not None), "list" (a str
+# gives one flag, a sequence one per item, anything else nothing), "diag"
+# (like "list", with an int instead of a str), "macro" (define_macro).
 _NVRTC_FLAGS = (
     ("relocatable_device_code", "--relocatable-device-code", "bool"),
     ("extensible_whole_program", "--extensible-whole-program", "flag"),
@@ -27,7 +31,7 @@ _NVRTC_FLAGS = (
     ("lineinfo", "--generate-line-info", "flag"),
     ("device_code_optimize", "--dopt=on", "flag"),
     ("ptxas_options", "--ptxas-options", "list"),
-    ("max_register_count", "--maxrregcount", "int"),
+    ("max_register_count", "--maxrregcount", "value"),
     ("ftz", "--ftz", "bool"),
     ("prec_sqrt", "--prec-sqrt", "bool"),
     ("prec_div", "--prec-div", "bool"),
@@ -51,12 +55,12 @@ _NVRTC_FLAGS = (
     ("device_float128", "--device-float128", "flag"),
     ("optimization_info", "--optimization-info", "value"),
     ("no_display_error_number", "--no-display-error-number", "flag"),
-    ("diag_error", "--diag-error", "list"),
-    ("diag_suppress", "--diag-suppress", "list"),
-    ("diag_warn", "--diag-warn", "list"),
+    ("diag_error", "--diag-error", "diag"),
+    ("diag_suppress", "--diag-suppress", "diag"),
+    ("diag_warn", "--diag-warn", "diag"),
     ("brief_diagnostics", "--brief-diagnostics", "bool"),
     ("time", "--time", "value"),
-    ("split_compile", "--split-compile", "int"),
+    ("split_compile", "--split-compile", "value"),
     ("fdevice_syntax_only", "--fdevice-syntax-only", "flag"),
     ("minimal", "--minimal", "flag"),
     ("no_cache", "--no-cache", "flag"),
@@ -73,73 +77,59 @@ _NVRTC_FLAGS = (
     ("numba_debug", "--numba-debug", "flag"),
 )
 
-# Options libNVVM does not take (everything but arch, debug,
-# device_code_optimize, ftz, prec_*, fma, numba_debug and the NVVM-only
-# fields).  ``link_time_optimization`` and ``no_cache`` are accepted and have
-# no NVVM flag (LTO output is chosen by the "ltoir" target).
+# Options libNVVM does not take, with how "set" is judged: "value" (not
+# None) or "flag" (truthy).  The PCH fields, fdevice_time_trace,
+# device_float128, frandom_seed and ofast_compile are not listed: libNVVM
+# ignores them, as ``cuda.core`` does.
 _NVVM_UNSUPPORTED = (
-    "relocatable_device_code",
-    "extensible_whole_program",
-    "lineinfo",
-    "ptxas_options",
-    "max_register_count",
-    "use_fast_math",
-    "extra_device_vectorization",
-    "gen_opt_lto",
-    "define_macro",
-    "undefine_macro",
-    "include_path",
-    "pre_include",
-    "no_source_include",
-    "std",
-    "builtin_move_forward",
-    "builtin_initializer_list",
-    "disable_warnings",
-    "restrict",
-    "device_as_default_execution_space",
-    "device_int128",
-    "optimization_info",
-    "no_display_error_number",
-    "diag_error",
-    "diag_suppress",
-    "diag_warn",
-    "brief_diagnostics",
-    "time",
-    "split_compile",
-    "fdevice_syntax_only",
-    "minimal",
-    "fdevice_time_trace",
-    "device_float128",
-    "frandom_seed",
-    "ofast_compile",
-    "pch",
-    "create_pch",
-    "use_pch",
-    "pch_dir",
-    "pch_verbose",
-    "pch_messages",
-    "instantiate_templates_in_pch",
+    ("relocatable_device_code", "value"),
+    ("extensible_whole_program", "flag"),
+    ("lineinfo", "flag"),
+    ("ptxas_options", "value"),
+    ("max_register_count", "value"),
+    ("use_fast_math", "flag"),
+    ("extra_device_vectorization", "flag"),
+    ("gen_opt_lto", "flag"),
+    ("define_macro", "value"),
+    ("undefine_macro", "value"),
+    ("include_path", "value"),
+    ("pre_include", "value"),
+    ("no_source_include", "flag"),
+    ("std", "value"),
+    ("builtin_move_forward", "value"),
+    ("builtin_initializer_list", "value"),
+    ("disable_warnings", "flag"),
+    ("restrict", "flag"),
+    ("device_as_default_execution_space", "flag"),
+    ("device_int128", "flag"),
+    ("optimization_info", "value"),
+    ("no_display_error_number", "flag"),
+    ("diag_error", "value"),
+    ("diag_suppress", "value"),
+    ("diag_warn", "value"),
+    ("brief_diagnostics", "value"),
+    ("time", "value"),
+    ("split_compile", "value"),
+    ("fdevice_syntax_only", "flag"),
+    ("minimal", "flag"),
 )
 
-# Fields whose "set" state is plain truthiness (a False flag emits nothing).
-_TRUTHY_FIELDS = frozenset(f for f, _, kind in _NVRTC_FLAGS if kind == "flag") | {
-    "use_libdevice",
-    "numba_debug",
-}
+_MACRO_UNION = "Union[str, tuple[str, str]]"
 
 
 def nvrtc_flags(options):
-    """Return the NVRTC flags (``list`` of ``bytes``) for ``options``."""
-    unsupported = [f for f in ("extra_sources", "use_libdevice") if _is_set(options, f)]
-    if unsupported:
-        raise _UnsupportedOptionError(
-            "The following options are not supported by NVRTC backend: " + ", ".join(unsupported)
-        )
-    if isinstance(options.time, bool):
-        raise ValueError(
-            "ProgramOptions.time must be a file path for the NVRTC backend "
-            "(True is only meaningful for code_type='ptx')"
-        )
+    """Return the NVRTC flags (``list`` of ``bytes``) for ``options``.
+
+    Values are rendered as given (``f"--maxrregcount={value}"``); NVRTC
+    rejects what it cannot parse when compiling.  ``extra_sources`` and
+    ``use_libdevice`` are NVVM-only and ignored here.
+
+    Raises
+    ------
+    RuntimeError
+        For a ``define_macro`` that is not a str, a ``(name, value)`` tuple
+        of str, or a list of those (``cuda.core``'s messages).
+    """
     out = [f"-arch={options._arch()}"]
     for field, spelling, kind in _NVRTC_FLAGS:
         value = getattr(options, field)
@@ -151,31 +141,37 @@ def nvrtc_flags(options):
         elif kind == "bool":
             out.append(f"{spelling}={'true' if value else 'false'}")
         elif kind == "value":
-            out.append(f"{spelling}={_fspath(value)}")
-        elif kind == "int":
-            out.append(f"{spelling}={int(value)}")
-        elif kind == "list":
-            out.extend(f"{spelling}={_fspath(v)}" for v in _as_list(value))
+            out.append(f"{spelling}={value}")
+        elif kind in ("list", "diag"):
+            single = int if kind == "diag" else str
+            if isinstance(value, single):
+                out.append(f"{spelling}={value}")
+            elif isinstance(value, collections.abc.Sequence):
+                out.extend(f"{spelling}={v}" for v in value)
         else:  # "macro"
-            out.extend(f"{spelling}={m}" for m in _macros(value))
+            _define_macro_flags(out, value)
     return [o.encode() for o in out]
 
 
 def nvvm_flags(options):
-    """Return the libNVVM flags (``list`` of ``bytes``) for ``options``, without ``-gen-lto``."""
-    unsupported = [f for f in _NVVM_UNSUPPORTED if _is_set(options, f)]
-    if unsupported:
-        raise _UnsupportedOptionError(
-            "The following options are not supported by NVVM backend: " + ", ".join(unsupported)
-        )
+    """Return the libNVVM flags (``list`` of ``bytes``) for ``options``, without ``-gen-lto``.
+
+    Order: ``-arch`` (``sm_XY`` becomes ``compute_XY``), ``-g``,
+    ``--numba-debug``, ``-opt``, ``-ftz``, ``-prec-sqrt``, ``-prec-div``,
+    ``-fma``.
+    """
     arch = options._arch()
     if arch.startswith("sm_"):
         arch = "compute_" + arch[3:]
     out = [f"-arch={arch}"]
     if options.debug:
         out.append("-g")
-    if options.device_code_optimize is not None:
-        out.append("-opt=3" if options.device_code_optimize else "-opt=0")
+    if options.numba_debug:
+        out.append("--numba-debug")
+    if options.device_code_optimize is False:
+        out.append("-opt=0")
+    elif options.device_code_optimize is True:
+        out.append("-opt=3")
     for field, spelling in (
         ("ftz", "-ftz"),
         ("prec_sqrt", "-prec-sqrt"),
@@ -185,10 +181,15 @@ def nvvm_flags(options):
         value = getattr(options, field)
         if value is not None:
             out.append(f"{spelling}={1 if value else 0}")
-    if options.numba_debug:
-        out.append("-numba-debug")
-    for flag in out:
-        assert not flag.startswith("--"), f"libNVVM rejects double-dashed {flag}"
+    unsupported = [
+        field
+        for field, kind in _NVVM_UNSUPPORTED
+        if (getattr(options, field) if kind == "flag" else getattr(options, field) is not None)
+    ]
+    if unsupported:
+        raise _UnsupportedOptionError(
+            "The following options are not supported by NVVM backend: " + ", ".join(unsupported)
+        )
     return [o.encode() for o in out]
 
 
@@ -199,26 +200,27 @@ class _UnsupportedOptionError(CUDAError, ValueError):
     """An option the chosen backend cannot take (a CUDAError as in ``cuda.core``)."""
 
 
-def _is_set(options, field):
-    value = getattr(options, field)
-    if field in _TRUTHY_FIELDS:
-        return bool(value)
-    return value is not None
+def _one_macro(out, macro):
+    """Append the flag of a str or ``(name, value)`` macro; return False for anything else."""
+    if isinstance(macro, str):
+        out.append(f"--define-macro={macro}")
+        return True
+    if isinstance(macro, tuple):
+        if len(macro) != 2 or not all(isinstance(v, str) for v in macro):
+            raise RuntimeError(f"Expected define_macro tuple[str, str], got {macro}")
+        out.append(f"--define-macro={macro[0]}={macro[1]}")
+        return True
+    return False
 
 
-def _fspath(value):
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-
-def _as_list(value):
-    if isinstance(value, (str, int, os.PathLike)):
-        return [value]
-    return list(value)
-
-
-def _macros(value):
-    """Yield ``NAME`` / ``NAME=VALUE`` strings from a validated define_macro."""
-    if isinstance(value, (str, tuple)):
-        value = [value]
-    for macro in value:
-        yield macro if isinstance(macro, str) else f"{macro[0]}={macro[1]}"
+def _define_macro_flags(out, value):
+    """Append the ``--define-macro`` flags of ``value`` (checked only here, as upstream)."""
+    if _one_macro(out, value):
+        return
+    seq = collections.abc.Sequence
+    if isinstance(value, seq) and any(isinstance(m, seq) for m in value):
+        for macro in value:
+            if not _one_macro(out, macro):
+                raise RuntimeError(f"Expected define_macro {_MACRO_UNION}, got {macro}")
+        return
+    raise RuntimeError(f"Expected define_macro {_MACRO_UNION}, list[{_MACRO_UNION}], got {value}")

@@ -1,67 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
 """Options for :class:`~cuda_core.Program`: :class:`ProgramOptions`.
 
-The fields are checked when the options are created; rendering them as
-NVRTC or libNVVM flags is in ``_program_flags.py``, and the subset a PTX
-program hands to the linker is mapped onto :class:`~cuda_core.LinkerOptions`
-here.
+As in ``cuda.core``, the options take their values as given: only ``name``
+(encoded) and ``extra_sources`` are checked when the options are created;
+``define_macro`` is checked when the flags are built, and every other value
+is rendered into a flag for the compiler to judge.  Rendering them as NVRTC
+or libNVVM flags is in ``_program_flags.py``, and the subset a PTX program
+hands to the linker is mapped onto :class:`~cuda_core.LinkerOptions` here.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from cuda_core._compile_common import (
-    _check_arch,
-    _check_bool,
-    _check_int,
-    _check_str,
-    _check_str_or_seq,
-    _device_arch,
-    _query_device_arch,
-)
+from cuda_core._compile_common import _device_arch, _query_device_arch
 from cuda_core._linker_options import LinkerOptions
 from cuda_core._program_flags import nvrtc_flags, nvvm_flags
 
 __all__ = ["ProgramOptions"]
-
-_BOOL_FIELDS = (
-    "relocatable_device_code",
-    "extensible_whole_program",
-    "debug",
-    "lineinfo",
-    "device_code_optimize",
-    "ftz",
-    "prec_sqrt",
-    "prec_div",
-    "fma",
-    "use_fast_math",
-    "extra_device_vectorization",
-    "link_time_optimization",
-    "gen_opt_lto",
-    "no_source_include",
-    "builtin_move_forward",
-    "builtin_initializer_list",
-    "disable_warnings",
-    "restrict",
-    "device_as_default_execution_space",
-    "device_int128",
-    "no_display_error_number",
-    "brief_diagnostics",
-    "fdevice_syntax_only",
-    "minimal",
-    "no_cache",
-    "device_float128",
-    "pch",
-    "pch_verbose",
-    "pch_messages",
-    "instantiate_templates_in_pch",
-    "use_libdevice",
-    "numba_debug",
-)
-
-_OFAST_VALUES = ("0", "min", "mid", "max")
 
 
 @dataclass
@@ -69,9 +25,13 @@ class ProgramOptions:
     """Options for :class:`~cuda_core.Program`.
 
     Every field except ``name`` defaults to ``None``, meaning "not passed to
-    the compiler" (the compiler's own default applies).  Values are checked
-    when the options are created; :meth:`as_bytes` renders them as compiler
-    flags.
+    the compiler" (the compiler's own default applies).  As in ``cuda.core``,
+    values are not checked when the options are created (except ``name``,
+    which must be a str -- ``None`` raises AttributeError -- and
+    ``extra_sources``): :meth:`as_bytes` renders each as given
+    (``--maxrregcount=<value>``, ``--time=<value>``; a truthy value turns a
+    flag on), NVRTC rejects what it cannot parse at compile time, and a
+    malformed ``define_macro`` raises RuntimeError when the flags are built.
 
     Attributes
     ----------
@@ -140,9 +100,9 @@ class ProgramOptions:
         Diagnostics to turn into errors, suppress, or turn into warnings.
     brief_diagnostics : bool, optional
         Brief diagnostics (no source line).
-    time : str or os.PathLike, optional
-        Write a CSV table of compile-phase timings to this file (the PTX
-        backend also accepts ``True``: timing to the linker's info log).
+    time : str, optional
+        Write a CSV table of compile-phase timings to this file
+        (``--time=<value>``; the PTX backend only asks whether it is set).
     split_compile : int, optional
         Threads for split compilation (0: all processors).
     fdevice_syntax_only : bool, optional
@@ -227,54 +187,14 @@ class ProgramOptions:
     numba_debug: bool | None = None
 
     def __post_init__(self):
-        if self.name is None:
-            self.name = "default_program"
-        _check_str("ProgramOptions", "name", self.name)
+        # As cuda.core: the name is encoded (None or a non-str raise
+        # AttributeError), extra_sources is checked, the architecture comes
+        # from the current device, and every other field is taken as given --
+        # the flags render it and the compiler judges it.
         self._name = self.name.encode()
-        for field in _BOOL_FIELDS:
-            _check_bool("ProgramOptions", field, getattr(self, field))
-        for field in ("std", "optimization_info"):
-            _check_str("ProgramOptions", field, getattr(self, field))
-        for field in ("fdevice_time_trace", "create_pch", "use_pch", "pch_dir"):
-            _check_str("ProgramOptions", field, getattr(self, field), path_ok=True)
-        if self.time is not None and not isinstance(self.time, (str, os.PathLike, bool)):
-            raise TypeError(
-                "ProgramOptions.time must be a file path (str or os.PathLike), "
-                f"not {type(self.time).__name__}"
-            )
-        _check_int("ProgramOptions", "max_register_count", self.max_register_count, low=1)
-        _check_int("ProgramOptions", "split_compile", self.split_compile, low=0, allow_bool=True)
-        for field in ("ptxas_options", "undefine_macro"):
-            _check_str_or_seq("ProgramOptions", field, getattr(self, field))
-        for field in ("include_path", "pre_include"):
-            _check_str_or_seq("ProgramOptions", field, getattr(self, field), path_ok=True)
-        for field in ("diag_error", "diag_suppress", "diag_warn"):
-            _check_diag(field, getattr(self, field))
-        _check_define_macro(self.define_macro)
-        if self.frandom_seed is not None and (
-            isinstance(self.frandom_seed, bool) or not isinstance(self.frandom_seed, (str, int))
-        ):
-            raise TypeError(
-                "ProgramOptions.frandom_seed must be a str (or int), "
-                f"not {type(self.frandom_seed).__name__}"
-            )
-        # The type first: ``in`` on an arbitrary object (an array) may not give a bool.
-        # (A ValueError, as upstream raises for any invalid ofast_compile.)
-        if self.ofast_compile is not None and not isinstance(self.ofast_compile, str):
-            raise ValueError(
-                f"ProgramOptions.ofast_compile must be a str (one of {_OFAST_VALUES}) or None, "
-                f"not {type(self.ofast_compile).__name__}"
-            )
-        if self.ofast_compile is not None and self.ofast_compile not in _OFAST_VALUES:
-            raise ValueError(
-                f"ProgramOptions.ofast_compile={self.ofast_compile!r} is not valid; "
-                f"expected one of {_OFAST_VALUES}"
-            )
         _check_extra_sources(self.extra_sources)
         self._arch_error = None
-        if self.arch is not None:
-            _check_arch("ProgramOptions", self.arch)
-        else:
+        if self.arch is None:
             self.arch, self._arch_error = _query_device_arch()
 
     def __repr__(self):
@@ -288,31 +208,33 @@ class ProgramOptions:
         backend : str
             ``"nvrtc"`` or ``"nvvm"`` (case-insensitive).
         target_type : str, optional
-            The compile target; with NVVM, ``"ltoir"`` adds ``-gen-lto``.
+            The compile target; with NVVM, exactly ``"ltoir"`` adds
+            ``-gen-lto``.  NVRTC's flags do not depend on it.
 
         Returns
         -------
         list of bytes
             E.g. ``[b"-arch=sm_90", b"--device-debug"]`` for NVRTC, or
-            ``[b"-arch=compute_90", b"-g"]`` for NVVM (single-dash flags).
+            ``[b"-arch=compute_90", b"-g"]`` for NVVM.
 
         Raises
         ------
         ValueError
             For an unknown backend, or when ``arch`` is unset and no GPU can be
             queried for it.
+        RuntimeError
+            For NVRTC, if ``define_macro`` is malformed.
         CUDAError
-            (also a ValueError) If an option is set that the backend does not
-            support; the message names the options and the backend.
+            (also a ValueError) For NVVM, if an option is set that libNVVM does
+            not support; the message names the options.
         """
-        backend = str(backend).lower()
+        backend = backend.lower()
         if backend == "nvrtc":
             return nvrtc_flags(self)
         if backend == "nvvm":
             flags = nvvm_flags(self)
-            if target_type is not None and str(target_type).lower() == "ltoir":
-                if b"-gen-lto" not in flags:
-                    flags.append(b"-gen-lto")
+            if target_type == "ltoir" and b"-gen-lto" not in flags:
+                flags.append(b"-gen-lto")
             return flags
         raise ValueError(f"Unknown backend '{backend}'. Must be one of: 'nvrtc', 'nvvm'")
 
@@ -360,46 +282,6 @@ def _translate_to_linker_options(options):
         ptxas_options=options.ptxas_options,
         no_cache=options.no_cache,
     )
-
-
-def _check_define_macro(value):
-    if value is None:
-        return
-    union = "a str, a (name, value) tuple of str, or a list of those"
-
-    def check_one(macro, where):
-        if isinstance(macro, str):
-            return
-        if isinstance(macro, tuple):
-            if len(macro) != 2 or not all(isinstance(v, str) for v in macro):
-                raise ValueError(
-                    f"ProgramOptions.define_macro{where}: expected define_macro tuple[str, str] "
-                    f"(name, value), got {macro!r}"
-                )
-            return
-        raise TypeError(f"ProgramOptions.define_macro{where} must be {union}, got {macro!r}")
-
-    if isinstance(value, (str, tuple)):
-        check_one(value, "")
-    elif isinstance(value, list):
-        for i, macro in enumerate(value):
-            check_one(macro, f"[{i}]")
-    else:
-        raise TypeError(f"ProgramOptions.define_macro must be {union}, got {value!r}")
-
-
-def _check_diag(field, value):
-    if value is None:
-        return
-    items = value if isinstance(value, (list, tuple)) else [value]
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise TypeError(
-                f"ProgramOptions.{field} must be an int or a list/tuple of int "
-                f"(diagnostic numbers), got {value!r}"
-            )
-        if item < 0:
-            raise ValueError(f"ProgramOptions.{field} must hold non-negative numbers, got {item}")
 
 
 def _check_extra_sources(value):

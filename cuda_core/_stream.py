@@ -410,6 +410,11 @@ class Stream:
         return ctx
 
     @property
+    def resources(self):
+        """DeviceResources: The resources of this stream's context (see ``Context.resources``)."""
+        return self.context.resources
+
+    @property
     def is_closed(self):
         """bool: Whether :meth:`close` has been called."""
         return self._closed
@@ -432,19 +437,22 @@ def _as_stream(obj, what="stream"):
     Raises
     ------
     TypeError
-        Naming ``what``, for anything else.
+        ``"Stream or GraphBuilder expected, got <type>"`` (as ``cuda.core``
+        words it) for anything else.
+    RuntimeError
+        For a closed GraphBuilder.
     """
     if isinstance(obj, Stream):
         return obj
     builder = _graph_builder_type()
     if builder is not None and isinstance(obj, builder):
-        return obj.stream
+        stream = obj.stream
+        if stream is None:  # a closed builder has no stream
+            raise RuntimeError("Graph builder has been closed.")
+        return stream
     if hasattr(obj, "__cuda_stream__"):
         return Stream._wrap(obj)
-    raise TypeError(
-        f"{what} must be a Stream, a GraphBuilder or an object implementing "
-        f"__cuda_stream__, not {type(obj).__name__}"
-    )
+    raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
 
 
 def _as_open_stream(obj, what="stream"):

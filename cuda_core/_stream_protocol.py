@@ -32,7 +32,14 @@ def _graph_builder_type():
 
 
 def _stream_address(obj):
-    """Return the stream address an object publishes through ``__cuda_stream__``."""
+    """Return the stream address an object publishes through ``__cuda_stream__``.
+
+    The checks and their messages are ``cuda.core``'s: a result that is not
+    a 2-element sequence, or whose first element (the protocol version) is
+    not 0, raises RuntimeError; ``__cuda_stream__`` as an attribute instead
+    of a method is deprecated.  The address must be a non-negative int
+    (TypeError, OverflowError otherwise).
+    """
     try:
         attr = obj.__cuda_stream__
     except AttributeError:
@@ -41,29 +48,39 @@ def _stream_address(obj):
         info = attr()
     else:
         warnings.warn(
-            "implementing __cuda_stream__ as an attribute is deprecated; it must be a method",
+            "Implementing __cuda_stream__ as an attribute is deprecated; it must be "
+            "implemented as a method",
             DeprecationWarning,
             stacklevel=4,
         )
         info = attr
     try:
         length = len(info)
-    except TypeError:
-        raise ValueError(
-            f"__cuda_stream__() must return a (version, address) pair, got {type(info).__name__}"
-        ) from None
+    except TypeError as e:
+        raise RuntimeError(
+            f"obj.__cuda_stream__ must return a sequence with 2 elements, got {type(info)}"
+        ) from e
     if length != 2:
-        raise ValueError(
-            f"__cuda_stream__() must return a (version, address) pair, got {length} elements"
+        raise RuntimeError(
+            f"obj.__cuda_stream__ must return a sequence with 2 elements, got {length} elements"
         )
     if info[0] != 0:
-        raise ValueError(f"__cuda_stream__() protocol version must be 0, got {info[0]!r}")
+        raise RuntimeError(
+            "The first element of the sequence returned by obj.__cuda_stream__ must be 0, "
+            f"got {info[0]!r}"
+        )
     raw = info[1]
     address = _as_index(raw)
     if address is None:
-        raise ValueError(f"__cuda_stream__() address must be an int, got {type(raw).__name__}")
+        raise TypeError(
+            f"the stream address returned by obj.__cuda_stream__ must be an int, "
+            f"got {type(raw).__name__}"
+        )
     if address < 0:
-        raise ValueError(f"__cuda_stream__() address must be non-negative, got {address}")
+        raise OverflowError(
+            f"the stream address returned by obj.__cuda_stream__ must be non-negative, "
+            f"got {address}"
+        )
     return address
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 
 from cuda_core._cuda_ffi import ffi
@@ -22,28 +21,27 @@ __all__ = [
 
 
 def check_or_create_options(cls, options, desc, *, keep_none=False):
-    """Coerce ``options`` into an instance of dataclass ``cls``.
+    """Coerce ``options`` into an instance of the options class ``cls``.
 
-    ``None`` becomes ``cls()`` (or stays None with ``keep_none``), a dict
-    becomes ``cls(**options)``, an instance passes through; anything else
-    raises TypeError naming ``desc``.
+    As ``cuda.core`` does: ``None`` becomes ``cls()`` (or stays None with
+    ``keep_none``), a dict becomes ``cls(**options)`` (an unknown key raises
+    the TypeError of ``cls.__init__``), an instance passes through, and
+    anything else raises TypeError ``"The <desc> must be provided as an
+    object of type <cls> or as a dict with valid <desc>. The provided object
+    is '<options>'."``.
     """
     if options is None:
-        return None if keep_none else cls()
-    if isinstance(options, cls):
-        return options
-    if isinstance(options, dict):
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise TypeError(
-                f"{desc}: unknown option(s) {', '.join(unknown)}; "
-                f"accepted: {', '.join(sorted(names))}"
-            )
-        return cls(**options)
-    raise TypeError(
-        f"{desc} must be a {cls.__name__}, a dict or None, not {type(options).__name__}"
-    )
+        if keep_none:
+            return None
+        options = cls()
+    elif isinstance(options, dict):
+        options = cls(**options)
+    if not isinstance(options, cls):
+        raise TypeError(
+            f"The {desc} must be provided as an object of type {cls.__name__} or as a dict "
+            f"with valid {desc}. The provided object is '{options}'."
+        )
+    return options
 
 
 def index_or_none(value):

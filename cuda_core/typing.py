@@ -4,8 +4,9 @@
 Every enumeration here is a *string* enumeration: its members compare equal
 to their string values (``CompilerBackendType.NVRTC == "NVRTC"``), format as
 those values, and can be passed wherever the corresponding string is
-accepted.  ``enum.StrEnum`` only exists from Python 3.11, so the members
-derive from :class:`_StrEnum`, which behaves the same on Python 3.9 and PyPy.
+accepted.  On Python 3.11+ they are ``enum.StrEnum`` members, as in
+``cuda.core``; before 3.11 (and on PyPy 3.9) :class:`_StrEnum` behaves the
+same on a ``(str, Enum)`` base.
 """
 
 from __future__ import annotations
@@ -14,25 +15,33 @@ import enum
 import typing
 
 __all__ = [
+    "AddressModeType",
+    "ArrayFormatType",
     "CompilerBackendType",
     "DevicePointerType",
+    "DeviceResourcesType",
+    "FilterModeType",
     "GraphConditionalType",
     "GraphMemoryType",
     "IsStreamType",
     "ManagedMemoryLocationType",
     "ObjectCodeFormatType",
     "PCHStatusType",
+    "ProcessStateType",
+    "ReadModeType",
     "SourceCodeType",
     "VirtualMemoryAccessType",
     "VirtualMemoryAllocationType",
     "VirtualMemoryGranularityType",
     "VirtualMemoryHandleType",
     "VirtualMemoryLocationType",
+    "WorkqueueSharingScopeType",
 ]
 
 # Enumerations defined beside the classes that use them, re-exported here
 # lazily (importing them eagerly would import those subsystems).
 _LAZY = {
+    "DeviceResourcesType": "cuda_core._green_context",
     "GraphConditionalType": "cuda_core.graph._types",
     "GraphMemoryType": "cuda_core.graph._types",
     "ManagedMemoryLocationType": "cuda_core._memory._managed_memory_resource",
@@ -57,6 +66,9 @@ class IsStreamType(typing.Protocol):
 #: A device pointer: an int address (or None for "no pointer").
 DevicePointerType = typing.Optional[int]
 
+#: The checkpoint state of a process (:attr:`cuda_core.checkpoint.Process.state`).
+ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
+
 
 def __getattr__(name):
     module = _LAZY.get(name)
@@ -69,14 +81,21 @@ def __getattr__(name):
     return value
 
 
-class _StrEnum(str, enum.Enum):
-    """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
+if hasattr(enum, "StrEnum"):  # Python 3.11+: the standard base, as in ``cuda.core``
 
-    def __str__(self):
-        return str(self.value)
+    class _StrEnum(enum.StrEnum):
+        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
 
-    def __format__(self, spec):
-        return format(str(self.value), spec)
+else:
+
+    class _StrEnum(str, enum.Enum):
+        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
+
+        def __str__(self):
+            return str(self.value)
+
+        def __format__(self, spec):
+            return format(str(self.value), spec)
 
 
 class SourceCodeType(_StrEnum):
@@ -137,3 +156,71 @@ class PCHStatusType(_StrEnum):
     CREATED = "created"
     NOT_ATTEMPTED = "not_attempted"
     FAILED = "failed"
+
+
+class ArrayFormatType(_StrEnum):
+    """Element format of a CUDA array or a texture over linear memory.
+
+    Each value is the name of the NumPy dtype of one channel, so
+    ``numpy.dtype(ArrayFormatType.FLOAT32.value)`` is ``float32``.
+    """
+
+    UINT8 = "uint8"
+    UINT16 = "uint16"
+    UINT32 = "uint32"
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+
+
+class AddressModeType(_StrEnum):
+    """What a texture fetch returns for coordinates outside the texture.
+
+    * ``WRAP`` -- repeat the texture (normalized coordinates only).
+    * ``CLAMP`` -- the nearest edge texel.
+    * ``MIRROR`` -- repeat it mirrored (normalized coordinates only).
+    * ``BORDER`` -- the border colour.
+    """
+
+    WRAP = "wrap"
+    CLAMP = "clamp"
+    MIRROR = "mirror"
+    BORDER = "border"
+
+
+class FilterModeType(_StrEnum):
+    """How a texture fetch (or a mipmap level choice) combines texels.
+
+    * ``POINT`` -- the nearest texel.
+    * ``LINEAR`` -- linear interpolation of the neighbouring texels.
+    """
+
+    POINT = "point"
+    LINEAR = "linear"
+
+
+class ReadModeType(_StrEnum):
+    """What a texture fetch of integer data returns.
+
+    * ``ELEMENT_TYPE`` -- the stored integer values.
+    * ``NORMALIZED_FLOAT`` -- floats in ``[0, 1]`` (unsigned) or ``[-1, 1]``
+      (signed), the value divided by the type's maximum.
+    """
+
+    ELEMENT_TYPE = "element_type"
+    NORMALIZED_FLOAT = "normalized_float"
+
+
+class WorkqueueSharingScopeType(_StrEnum):
+    """How a green context's workqueues are shared (:class:`~cuda_core.WorkqueueResourceOptions`).
+
+    * ``DEVICE_CTX`` -- share the workqueues of all contexts of the device
+      (the driver's default).
+    * ``GREEN_CTX_BALANCED`` -- where possible, use workqueues that do not
+      overlap those of other balanced green contexts.
+    """
+
+    DEVICE_CTX = "device_ctx"
+    GREEN_CTX_BALANCED = "green_ctx_balanced"

@@ -39,6 +39,7 @@ HEADERS = {
     "nvrtc.h": "nvrtc.h",
     "nvjitlink.h": "nvJitLink.h",
     "nvvm.h": "nvvm.h",
+    "nvml.h": "nvml.h",
     "dlpack.h": "dlpack.h",
     "cuda_core.h": None,
     "bench.h": None,
@@ -50,6 +51,7 @@ SEARCH = {
     "nvrtc.h": ("include",),
     "nvJitLink.h": ("include",),
     "nvvm.h": ("include", "nvvm/include"),
+    "nvml.h": ("include",),
     "dlpack.h": ("include/dlpack", "include"),
 }
 
@@ -81,6 +83,8 @@ def _header_dirs(header):
     for s in _site_dirs():
         for sub in ("nvidia/cu13", "nvidia/cuda_nvrtc", "nvidia/nvjitlink", "nvidia/cuda_nvcc"):
             roots.append(os.path.join(s, sub))
+    if header == "nvml.h":
+        roots += ["/usr", "/usr/local"]  # a distribution's NVML development package
     if header == "dlpack.h":
         # DLPack ships inside array libraries' wheels, or as a system package.
         roots += ["/usr", "/usr/local"]
@@ -318,14 +322,27 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
         pytest.skip("cudaTypedefs.h not found (install the CUDA toolkit)")
     with open(typedefs_h) as f:
         text = f.read()
+    lines = ["#include <cuda.h>", "#include <cudaTypedefs.h>"]
+    # The OpenGL-interop entry points' PFN types live in cudaGLTypedefs.h,
+    # which needs <GL/gl.h>: checked where those headers are present.
+    gl_typedefs = os.path.join(os.path.dirname(cuda_h), "cudaGLTypedefs.h")
+    if os.path.exists(gl_typedefs) and _compiles(["#include <GL/gl.h>"], tmp_path):
+        with open(gl_typedefs) as f:
+            text += f.read()
+        lines.append("#include <cudaGLTypedefs.h>")
+    with open(cuda_h) as f:
+        header_version = int(re.search(r"#define CUDA_VERSION (\d+)", f.read()).group(1))
     variants = {}
     for base, ver in re.findall(r"\*\s*PFN_(\w+?)_v(\d+)\)", text):
         variants.setdefault(base, []).append(int(ver))
-    lines = ["#include <cuda.h>", "#include <cudaTypedefs.h>"]
     unresolvable = []
+    newer = []
     checked = 0
     for name, base, version, restype, params in _driver_signatures():
         usable = [v for v in variants.get(base, []) if v <= version]
+        if not usable and version > header_version:
+            newer.append(name)  # an API newer than this header: cannot be checked here
+            continue
         if not usable:
             unresolvable.append(f"{name} @{version}: variants {sorted(variants.get(base, []))}")
             continue
@@ -360,4 +377,19 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
     )
     errors = [ln for ln in r.stderr.splitlines() if "error" in ln]
     assert r.returncode == 0, f"{len(errors)} signature mismatches:\n" + "\n".join(errors[:40])
-    print(f"{checked} driver entry points checked against cudaTypedefs.h")
+    print(
+        f"{checked} driver entry points checked against cudaTypedefs.h; newer than this "
+        f"header: {', '.join(newer) or 'none'}"
+    )
+
+
+def _compiles(lines, tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return False
+    src = tmp_path / "probe_include.c"
+    src.write_text("\n".join([*lines, "int main(void) { return 0; }"]))
+    r = subprocess.run(
+        [cc, "-c", str(src), "-o", str(tmp_path / "probe_include.o")], capture_output=True
+    )
+    return r.returncode == 0

@@ -228,7 +228,7 @@ def test_copy_batch_rejects_legacy_default_stream_and_non_streams():
     srcs, dsts = _views(2), _views(2, base=0x90000)
     with pytest.raises(TypeError, match="^copy_batch does not accept LEGACY_DEFAULT_STREAM"):
         copy_batch(LEGACY_DEFAULT_STREAM, srcs, dsts)
-    with pytest.raises(TypeError, match="stream must be a Stream"):
+    with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got "):
         copy_batch(object(), srcs, dsts)
 
 

@@ -82,7 +82,7 @@ def test_ptx_program_close_twice_and_use_after_close():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # PTX newer than the driver
         ptx = _program(relocatable_device_code=True).compile("ptx").code
-    prog = Program(ptx, "ptx", options=ProgramOptions(arch=ARCH))
+    prog = Program(ptx.decode(), "ptx", options=ProgramOptions(arch=ARCH))
     prog.compile("cubin")
     prog.close()
     prog.close()
@@ -380,12 +380,12 @@ def test_graph_and_builder_use_after_close(device, stream):
         builder.begin_building,
         builder.end_building,
         builder.complete,
-        lambda: builder.stream,
         builder.__cuda_stream__,
         lambda: builder.split(2),
         lambda: launch(builder, LaunchConfig(grid=1, block=1), k["add_one"], buf, 0),
     ):
         _raises_closed(use)
+    assert builder.stream is None  # as upstream: a closed builder has no stream
     graph.launch(stream)  # the graph outlives its builder
     stream.sync()
     graph.close()

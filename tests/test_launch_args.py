@@ -375,13 +375,13 @@ def fake_stream():
 def test_launch_rejects_wrong_types():
     k = make_kernel()
     cfg = LaunchConfig(grid=1, block=1)
-    with pytest.raises(TypeError, match="stream must be a Stream"):
+    with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got str"):
         launch("stream", cfg, k)
-    with pytest.raises(TypeError, match="config must be a LaunchConfig or a dict"):
+    with pytest.raises(TypeError, match="The launch config must be provided as an object of type"):
         launch(fake_stream(), (1, 1), k)
     with pytest.raises(TypeError, match="kernel must be a Kernel, not str"):
         launch(fake_stream(), cfg, "kernel")
-    with pytest.raises(TypeError, match="unknown option"):
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
         launch(fake_stream(), {"grid": 1, "block": 1, "smem": 4}, k)
 
 
@@ -433,10 +433,10 @@ def test_kernel_from_handle():
     assert "0xabcdef" in repr(k)
     with pytest.raises(TypeError, match="handle must be an integer"):
         Kernel.from_handle("0xabc")
-    with pytest.raises(TypeError):
-        Kernel.from_handle(True)
-    with pytest.raises(ValueError):
-        Kernel.from_handle(0)
+    assert Kernel.from_handle(True).handle == 1  # bool is an int, as in cuda.core
+    assert Kernel.from_handle(0).handle == 0  # a null kernel, as in cuda.core
+    with pytest.raises(OverflowError):
+        Kernel.from_handle(-1)
 
 
 def test_kernel_attributes_view_expires_with_kernel():

@@ -20,6 +20,8 @@ EXAMPLES = [
     "thread_block_cluster",
     "cooperative_grid_sync",
     "streams_events",
+    "texture_sampling",
+    "tma_tile_copy",
 ]
 
 

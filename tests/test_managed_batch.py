@@ -83,7 +83,7 @@ def test_batch_rejects_bad_sequences(name):
     bufs[1].close()
     with pytest.raises(RuntimeError, match="Buffer at index 1 is closed"):
         fn(PER_THREAD_DEFAULT_STREAM, bufs)
-    with pytest.raises(TypeError, match="stream must be a Stream"):
+    with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got "):
         fn(None, _fake(1))
 
 
@@ -135,7 +135,7 @@ def test_discard_needs_a_cuda13_driver(monkeypatch):
 
 def test_managed_buffer_discard_checks():
     buf = _fake(1, cls=ManagedBuffer)[0]
-    with pytest.raises(TypeError, match="stream must be a Stream"):
+    with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got "):
         buf.discard(stream=3)
     with pytest.raises(ValueError, match="^location is required"):
         buf.discard_prefetch(None, stream=PER_THREAD_DEFAULT_STREAM)

@@ -76,3 +76,9 @@ void *cc_dlpack_take(long long token, int *versioned);
 void cc_dlpack_release(void *tensor, int versioned);
 intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream);
 CUresult cc_pool_alloc_status(void);
+
+/* NVML helpers (nvml.c): the "C" locale for one thread around NVML's process
+   names on WSL, and the forked child's reset of every NVML entry point. */
+void *cc_use_c_locale(void);
+void cc_restore_locale(void *saved);
+void cc_nvml_forget(void);

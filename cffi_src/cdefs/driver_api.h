@@ -180,6 +180,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
 CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags); /* abi 12080 */
 CUresult cuGraphDestroy(CUgraph hGraph); /* abi 12080 */
 CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph); /* abi 12080 */
+CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph); /* abi 12080 */
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags); /* abi 12080 */
 CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams); /* abi 12080 */
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream); /* abi 12080 */
@@ -249,3 +250,47 @@ CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
 CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream); /* abi 13000 */
 CUresult cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream); /* abi 13000 */
 CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream); /* abi 13000 */
+
+/* Textures, surfaces, CUDA arrays and TMA tensor maps (cuda_core.texture,
+   cuda_core._tensor_map). */
+CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray); /* abi 12080 */
+CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray); /* abi 12080 */
+CUresult cuArrayDestroy(CUarray hArray); /* abi 12080 */
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels); /* abi 12080 */
+CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level); /* abi 12080 */
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray); /* abi 12080 */
+CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream); /* abi 12080 */
+CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc); /* abi 12080 */
+CUresult cuTexObjectDestroy(CUtexObject texObject); /* abi 12080 */
+CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc); /* abi 12080 */
+CUresult cuSurfObjectDestroy(CUsurfObject surfObject); /* abi 12080 */
+CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill); /* abi 12080 */
+CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill); /* abi 12080 */
+CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, int pixelBoxLowerCornerWidth, int pixelBoxUpperCornerWidth, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill); /* abi 12080 */
+CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress); /* abi 12080 */
+
+/* --- Green contexts and device resources, checkpoint, OpenGL interop.
+   cuGraphicsGL* are declared in cudaGL.h (their PFN types in
+   cudaGLTypedefs.h), with GLuint and GLenum, which are unsigned int. --- */
+CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type); /* abi 12040 */
+CUresult cuCtxGetDevResource(CUcontext hCtx, CUdevResource *resource, CUdevResourceType type); /* abi 12040 */
+CUresult cuGreenCtxGetDevResource(CUgreenCtx hCtx, CUdevResource *resource, CUdevResourceType type); /* abi 12040 */
+CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input, CUdevResource *remaining, unsigned int useFlags, unsigned int minCount); /* abi 12040 */
+CUresult cuDevSmResourceSplit(CUdevResource *result, unsigned int nbGroups, const CUdevResource *input, CUdevResource *remainder, unsigned int flags, CU_DEV_SM_RESOURCE_GROUP_PARAMS *groupParams); /* abi 13010 */
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources); /* abi 12040 */
+CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags); /* abi 12040 */
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx); /* abi 12040 */
+CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx); /* abi 12040 */
+CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority); /* abi 12050 */
+CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid); /* abi 12080 */
+CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state); /* abi 12080 */
+CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args); /* abi 12080 */
+CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args); /* abi 12080 */
+CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args); /* abi 12080 */
+CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args); /* abi 12080 */
+CUresult cuGraphicsGLRegisterBuffer(CUgraphicsResource *pCudaResource, unsigned int buffer, unsigned int Flags); /* abi 12080 */
+CUresult cuGraphicsGLRegisterImage(CUgraphicsResource *pCudaResource, unsigned int image, unsigned int target, unsigned int Flags); /* abi 12080 */
+CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource); /* abi 12080 */
+CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream); /* abi 12080 */
+CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream); /* abi 12080 */
+CUresult cuGraphicsResourceGetMappedPointer_v2(CUdeviceptr *pDevPtr, size_t *pSize, CUgraphicsResource resource); /* abi 12080 */

@@ -224,3 +224,115 @@ typedef struct CUmemcpyAttributes_st {
     CUmemLocation dstLocHint;
     unsigned int flags;
 } CUmemcpyAttributes;
+
+/* Textures, surfaces, CUDA arrays and TMA tensor maps (cuda_core.texture,
+   cuda_core._tensor_map).
+   CUtensorMap is declared without its alignas(64) (12.x) / alignas(128)
+   (13.x): the cdef parser cannot spell it, and cuda_core aligns every
+   CUtensorMap it hands to the driver itself.  Size and layout match. */
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    size_t Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
+typedef struct CUDA_RESOURCE_DESC_st {
+    CUresourcetype resType;
+    union {
+        struct { CUarray hArray; } array;
+        struct { CUmipmappedArray hMipmappedArray; } mipmap;
+        struct {
+            CUdeviceptr devPtr;
+            CUarray_format format;
+            unsigned int numChannels;
+            size_t sizeInBytes;
+        } linear;
+        struct {
+            CUdeviceptr devPtr;
+            CUarray_format format;
+            unsigned int numChannels;
+            size_t width;
+            size_t height;
+            size_t pitchInBytes;
+        } pitch2D;
+        struct { int reserved[32]; } reserved;
+    } res;
+    unsigned int flags;
+} CUDA_RESOURCE_DESC;
+typedef struct CUDA_TEXTURE_DESC_st {
+    CUaddress_mode addressMode[3];
+    CUfilter_mode filterMode;
+    unsigned int flags;
+    unsigned int maxAnisotropy;
+    CUfilter_mode mipmapFilterMode;
+    float mipmapLevelBias;
+    float minMipmapLevelClamp;
+    float maxMipmapLevelClamp;
+    float borderColor[4];
+    int reserved[12];
+} CUDA_TEXTURE_DESC;
+typedef struct CUDA_RESOURCE_VIEW_DESC_st {
+    CUresourceViewFormat format;
+    size_t width;
+    size_t height;
+    size_t depth;
+    unsigned int firstMipmapLevel;
+    unsigned int lastMipmapLevel;
+    unsigned int firstLayer;
+    unsigned int lastLayer;
+    unsigned int reserved[16];
+} CUDA_RESOURCE_VIEW_DESC;
+typedef struct CUtensorMap_st {
+    cuuint64_t opaque[16];
+} CUtensorMap;
+
+/* --- Green contexts and device resources, checkpoint (CUDA 13.0 ABI).
+   CUdevResource is 144 bytes in every CUDA 13 header: 13.0 ends in a 48-byte
+   union, 13.1 in a 40-byte union and a nextResource pointer.  The union's
+   sm member is CUdevSmResource with 13.1's fourth field, flags (0 from a 13.0
+   driver); 13.1's wqConfig member (CUdevWorkqueueConfigResource: int device,
+   unsigned int wqConcurrencyLimit, int sharingScope) shares its offset and
+   is read through it.  CU_DEV_SM_RESOURCE_GROUP_PARAMS is 13.1's. --- */
+typedef struct CUdevResource_st {
+    CUdevResourceType type;
+    unsigned char _internal_padding[92];
+    union {
+        struct {
+            unsigned int smCount;
+            unsigned int minSmPartitionSize;
+            unsigned int smCoscheduledAlignment;
+            unsigned int flags;
+        } sm;
+        unsigned char _oversize[48];
+    };
+} CUdevResource;
+typedef struct CU_DEV_SM_RESOURCE_GROUP_PARAMS_st {
+    unsigned int smCount;
+    unsigned int coscheduledSmCount;
+    unsigned int preferredCoscheduledSmCount;
+    unsigned int flags;
+    unsigned int reserved[12];
+} CU_DEV_SM_RESOURCE_GROUP_PARAMS;
+typedef struct CUcheckpointLockArgs_st {
+    unsigned int timeoutMs;
+    unsigned int reserved0;
+    cuuint64_t reserved1[7];
+} CUcheckpointLockArgs;
+typedef struct CUcheckpointCheckpointArgs_st {
+    cuuint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+typedef struct CUcheckpointGpuPair_st {
+    CUuuid oldUuid;
+    CUuuid newUuid;
+} CUcheckpointGpuPair;
+typedef struct CUcheckpointRestoreArgs_st {
+    CUcheckpointGpuPair *gpuPairs;
+    unsigned int gpuPairsCount;
+    char reserved[44];
+    cuuint64_t reserved1;
+} CUcheckpointRestoreArgs;
+typedef struct CUcheckpointUnlockArgs_st {
+    cuuint64_t reserved[8];
+} CUcheckpointUnlockArgs;

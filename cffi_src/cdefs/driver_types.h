@@ -41,3 +41,25 @@ typedef struct CUuuid_st { char bytes[16]; } CUuuid;
 typedef struct CUipcEventHandle_st { char reserved[64]; } CUipcEventHandle;
 typedef struct CUipcMemHandle_st { char reserved[64]; } CUipcMemHandle;
 typedef struct CUmemPoolPtrExportData_st { unsigned char reserved[64]; } CUmemPoolPtrExportData;
+
+/* Textures, surfaces, CUDA arrays and TMA tensor maps (cuda_core.texture,
+   cuda_core._tensor_map). */
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+typedef unsigned long long CUtexObject;
+typedef unsigned long long CUsurfObject;
+
+#define CUDA_ARRAY3D_LAYERED 1
+#define CUDA_ARRAY3D_SURFACE_LDST 2
+#define CUDA_ARRAY3D_CUBEMAP 4
+#define CUDA_ARRAY3D_TEXTURE_GATHER 8
+#define CU_TRSF_READ_AS_INTEGER 1
+#define CU_TRSF_NORMALIZED_COORDINATES 2
+#define CU_TRSF_SRGB 16
+#define CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION 32
+#define CU_TRSF_SEAMLESS_CUBEMAP 64
+#define CU_TENSOR_MAP_NUM_QWORDS 16
+
+/* --- Green contexts and device resources, OpenGL interop --- */
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef struct CUgraphicsResource_st *CUgraphicsResource;

@@ -295,7 +295,10 @@ class Buffer:
             recorded at allocation (see :meth:`set_deallocation_stream`).
 
         Idempotent.  Afterwards ``handle`` and ``size`` are 0 and the buffer
-        cannot be used.
+        cannot be used.  If graph nodes use the memory (memcpy or memset
+        operands, as in ``cuda.core``), only this Buffer's claim goes: the
+        memory is freed when the last graph definition, executable graph or
+        launch in flight using it lets go.
 
         Raises
         ------

@@ -10,12 +10,14 @@ pool, whose usage :attr:`GraphMemoryResource.attributes` reports.
 
 from __future__ import annotations
 
+import operator
 import threading
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_resource import MemoryResource
+from cuda_core._stream import Stream
 from cuda_core._utils import as_int_handle
 
 __all__ = ["GraphMemoryResource"]
@@ -23,6 +25,7 @@ __all__ = ["GraphMemoryResource"]
 _instances = {}  # device ordinal -> GraphMemoryResource (process-wide singletons)
 _lock = threading.Lock()
 _SIZE_MAX = (1 << 64) - 1
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
 class _HighWatermarkError(AttributeError, ValueError):
@@ -69,10 +72,12 @@ class GraphMemoryResourceAttributes:
         return int(value[0])
 
     def _reset(self, attr, name, value):
-        if isinstance(value, bool) or not hasattr(value, "__index__") or value.__index__() != 0:
-            raise _HighWatermarkError(
-                f"Attribute {name!r} may only be set to zero (got {value!r})."
-            )
+        try:
+            zero = value == 0
+        except Exception:  # noqa: BLE001 - anything not comparable is not zero
+            zero = False
+        if not zero:
+            raise _HighWatermarkError(f"Attribute {name!r} may only be set to zero (got {value}).")
         zero = ffi.new("cuuint64_t *", 0)
         check(lib.cuDeviceSetGraphMemAttribute(self._device_id, attr, zero))
 
@@ -118,25 +123,29 @@ class GraphMemoryResource(MemoryResource):
     ----------
     device_id : Device or int
         The device.  ``GraphMemoryResource(d)`` returns the same object for
-        the same device.
+        the same device.  As in ``cuda.core``, the ordinal is taken as a C
+        ``int`` and not checked further (a bad one fails at use).
 
     Raises
     ------
     TypeError
-        If ``device_id`` is neither a Device nor an int.
-    ValueError
-        If it is negative.
+        If ``device_id`` is neither a Device nor an integer.
+    OverflowError
+        If it does not fit a C ``int``.
     """
 
     __slots__ = ("_device_id",)
 
     def __new__(cls, device_id):
         dev = getattr(device_id, "device_id", device_id)
-        if isinstance(dev, bool) or not hasattr(dev, "__index__"):
-            raise TypeError(f"device_id must be a Device or an int, not {type(device_id).__name__}")
-        dev = dev.__index__()
-        if dev < 0:
-            raise ValueError(f"device_id must be a non-negative device ordinal, got {dev}")
+        try:
+            dev = int(dev) if isinstance(dev, bool) else operator.index(dev)
+        except TypeError:
+            raise TypeError(
+                f"device_id must be a Device or an int, not {type(device_id).__name__}"
+            ) from None
+        if not _INT_MIN <= dev <= _INT_MAX:
+            raise OverflowError(f"device_id {dev} does not fit a C int")
         with _lock:
             self = _instances.get(dev)
             if self is None:
@@ -171,20 +180,23 @@ class GraphMemoryResource(MemoryResource):
 
         Raises
         ------
+        TypeError
+            For a bad ``size``, or a ``stream`` that is neither a Stream nor
+            a GraphBuilder (None included), as ``cuda.core`` words it.
+        ValueError
+            For a negative or too large ``size``.
         RuntimeError
-            If ``stream`` is not capturing a graph.
-        TypeError, ValueError
-            For a bad ``size`` or ``stream``.
+            If ``stream`` is not actively capturing a graph.
+        CUDAError
+            If the driver refuses the allocation (a size of 0 included).
         """
-        s = _as_stream(stream)
         if isinstance(size, bool) or not hasattr(size, "__index__"):
             raise TypeError(f"size must be an int, not {type(size).__name__}")
         size = size.__index__()
         if not 0 <= size <= _SIZE_MAX:
             raise ValueError(f"size must be in [0, 2**64), got {size}")
+        s = _graph_stream(stream)
         _require_capturing(s)
-        if size == 0:
-            return Buffer._from_pool(0, 0, self, s)
         out = ffi.new("CUdeviceptr *")
         check(lib.cuMemAllocAsync(out, size, s._handle), f"GraphMemoryResource.allocate({size})")
         return Buffer._from_pool(as_int_handle(out[0]), size, self, s)
@@ -199,8 +211,14 @@ class GraphMemoryResource(MemoryResource):
         size : int
             The size in bytes (unused).
         stream : GraphBuilder or Stream
+
+        Raises
+        ------
+        CUDAError
+            If the driver fails (cuda_core raises where ``cuda.core`` only
+            prints the failure).
         """
-        s = _as_stream(stream)
+        s = _graph_stream(stream)
         try:
             address = int(ptr)
         except (TypeError, ValueError):
@@ -233,6 +251,18 @@ class GraphMemoryResource(MemoryResource):
     def is_host_accessible(self):
         """bool: False."""
         return False
+
+
+def _graph_stream(stream):
+    """Return the open Stream of ``stream`` (a Stream or GraphBuilder), as cuda.core accepts it."""
+    if stream is None:
+        raise TypeError(
+            "stream is required and must not be None; pass device.default_stream explicitly "
+            "to use the default stream."
+        )
+    if not isinstance(stream, Stream) and not hasattr(stream, "is_join_required"):
+        raise TypeError(f"Stream or GraphBuilder expected, got {type(stream).__name__}")
+    return _as_stream(stream)
 
 
 def _require_capturing(s):

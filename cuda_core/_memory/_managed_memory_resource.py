@@ -8,14 +8,15 @@ the driver's advice and prefetch operations to :class:`~cuda_core.Buffer`.
 from __future__ import annotations
 
 import dataclasses
-import enum
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._host import Host
 from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._utils import check_or_create_options, require_open
+from cuda_core.typing import _StrEnum
 
 __all__ = [
     "ManagedBuffer",
@@ -25,15 +26,12 @@ __all__ = [
 ]
 
 
-class ManagedMemoryLocationType(str, enum.Enum):
+class ManagedMemoryLocationType(_StrEnum):
     """Kinds of preferred location of a managed memory pool (plain strings also work)."""
 
     DEVICE = "device"
     HOST = "host"
     HOST_NUMA = "host_numa"
-
-    def __str__(self):
-        return str(self.value)
 
 
 @dataclasses.dataclass
@@ -158,10 +156,16 @@ class ManagedBuffer(Buffer):
 
     @property
     def preferred_location(self):
-        """Device, int or None: The preferred location advice (settable; None unsets).
+        """Device, Host or None: The preferred location advice (settable; None unsets).
 
-        Host locations, NUMA preferences included, read back as ``-1``.
+        With a CUDA 13 driver a host NUMA preference reads back as
+        ``Host(numa_id=N)``; with an older one every host location reads back
+        as ``Host()``.
         """
+        if _driver_version() >= 13000:  # type and id: host NUMA nodes round-trip
+            kind = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
+            loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
+            return _typed_location_object(kind, loc_id)
         loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION)
         return _location_object(loc_id)
 
@@ -209,8 +213,8 @@ class AccessedBySet:
     """Live view of the accessed-by advice of a :class:`ManagedBuffer`.
 
     Membership and iteration query the driver; :meth:`add` and
-    :meth:`discard` apply advice.  Items are Devices, and ``-1`` for a host
-    location (host NUMA nodes included).
+    :meth:`discard` apply advice.  Items are Devices and ``Host()`` (the
+    driver reports every host location as the plain host).
     """
 
     __slots__ = ("_buf",)
@@ -263,7 +267,15 @@ class AccessedBySet:
         self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _as_location(location))
 
     def discard(self, location):
-        """Remove accessed-by advice for ``location``."""
+        """Remove accessed-by advice for ``location``.
+
+        A NUMA-specific Host is never a member (the driver records host
+        advice as plain host), so discarding one does nothing.
+        """
+        if isinstance(location, Host) and (
+            location.numa_id is not None or location.is_numa_current
+        ):
+            return
         self._buf._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _as_location(location))
 
 
@@ -390,7 +402,7 @@ def _as_location(location):
         c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
         c_loc.id = dev_id
         return c_loc
-    if hasattr(location, "numa_id") and hasattr(location, "is_numa_current"):
+    if isinstance(location, Host):
         if location.is_numa_current:
             c_loc.type = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
             c_loc.id = 0
@@ -420,7 +432,26 @@ def _location_object(loc_id):
     if loc_id == -2:
         return None
     if loc_id == -1:
-        return -1  # cuda_core has no host-location class yet
+        return Host()
     from cuda_core._device import Device
 
     return Device(loc_id)
+
+
+def _typed_location_object(kind, loc_id):
+    """Device, Host or None for a ``(CUmemLocationType, id)`` the driver reported."""
+    if kind == lib.CU_MEM_LOCATION_TYPE_DEVICE:
+        return _location_object(loc_id)
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST:
+        return Host()
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        return Host(numa_id=loc_id)
+    if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        return Host.numa_current()
+    return None
+
+
+def _driver_version():
+    out = ffi.new("int *")
+    check(lib.cuDriverGetVersion(out))
+    return out[0]

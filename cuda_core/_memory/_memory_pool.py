@@ -331,9 +331,10 @@ def _raise_pool_alloc_error(mr, size):
     """Raise for a failed ``cc_pool_alloc`` (the status is kept in C)."""
     status = lib.cc_pool_alloc_status()
     if status == lib.CC_STREAM_CAPTURING:
+        # Worded as cuda.core words it (its pool base class is ``_MemPool``).
         raise RuntimeError(
-            f"{type(mr).__name__} cannot allocate on a stream that is capturing a graph "
-            "(consider using GraphMemoryResource)"
+            "_MemPool cannot perform memory operations on a capturing stream (consider using "
+            "GraphMemoryResource)."
         )
     check(status, f"{type(mr).__name__}.allocate({size})")
     raise RuntimeError(f"{type(mr).__name__}.allocate({size}) returned a NULL pointer")

@@ -9,11 +9,23 @@ an allocation from a pool the resource does not own (``cuMemFreeAsync`` on
 the Buffer's ``_dstream``), an :class:`_OwnedPoolRelease` for one from an
 owned pool (which then learns the allocation is gone), else a
 :class:`_Release` that calls the resource's ``deallocate``.
+
+Shared allocations
+------------------
+A graph node that uses a Buffer (a memcpy or memset operand) keeps the
+*allocation* alive, not the Buffer object: :func:`claim_allocation` turns
+the Buffer's release into a :class:`_SharedRelease`, which counts claims
+(the Buffer's own, and one per node version that uses the memory).
+``Buffer.close`` and the Buffer's finalizer then drop only the Buffer's
+claim; the memory is freed when the last claim goes.  Buffers no graph ever
+used keep their release untouched, so allocating and closing them costs
+nothing more.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 
 from cuda_core._cuda_ffi import ffi, lib
@@ -26,6 +38,7 @@ from cuda_core._stream import _OpenStream
 __all__ = []
 
 _NULL = ffi.NULL
+_claims_lock = threading.Lock()
 _cuMemFreeAsync = lib.cuMemFreeAsync
 _is_finalizing = sys.is_finalizing
 
@@ -194,3 +207,152 @@ class _Extra:
         self.ipc = ipc_descriptor
         self.mapped = ipc_descriptor is not None
         self.attrs = None
+
+
+class _SharedRelease:
+    """The release of an allocation that graph nodes use too (see the module docstring).
+
+    Holds what the Buffer's release was (``inner``: a :class:`_Release`, or
+    None for an :class:`_InlinePool` allocation, freed with
+    ``cuMemFreeAsync`` on ``stream``) and the number of claims.  ``run`` and
+    ``_collect`` are the Buffer's (close and finalizer); :meth:`drop` is a
+    graph node's.  Whoever drops the last claim frees the memory.
+    """
+
+    __slots__ = ("inner", "_ptr", "_stream", "claims")
+
+    def __init__(self, buf):
+        rel = buf._release
+        self._ptr = buf._ptr
+        if rel is _InlinePool:
+            self.inner = None
+            self._stream = getattr(buf, "_dstream", None)
+        else:
+            self.inner = rel
+            self._stream = None
+        self.claims = 1  # the Buffer's
+
+    @property
+    def stream(self):
+        """The stream that orders the free (see ``Buffer.set_deallocation_stream``)."""
+        inner = self.inner
+        return self._stream if inner is None else inner.stream
+
+    @stream.setter
+    def stream(self, value):
+        inner = self.inner
+        if inner is None:
+            self._stream = value
+        else:
+            inner.stream = value
+
+    @property
+    def ptr(self):
+        """The address freed."""
+        inner = self.inner
+        return self._ptr if inner is None else inner.ptr
+
+    @ptr.setter
+    def ptr(self, value):
+        inner = self.inner
+        if inner is None:
+            self._ptr = value
+        else:
+            inner.ptr = value
+
+    @property
+    def size(self):
+        """The size passed to ``deallocate`` (0 for a pool allocation)."""
+        inner = self.inner
+        return 0 if inner is None else inner.size
+
+    @size.setter
+    def size(self, value):
+        if self.inner is not None:
+            self.inner.size = value
+
+    def _take(self):
+        """Drop one claim; return True if it was the last."""
+        with _claims_lock:
+            self.claims -= 1
+            return self.claims == 0
+
+    def run(self, stream):
+        """``Buffer.close``: drop the Buffer's claim; free now if no graph holds the memory."""
+        if stream is not None:
+            self.stream = stream  # the stream the caller chose orders the eventual free
+        if self._take():
+            self._free(stream, raise_errors=True)
+
+    def _collect(self):
+        """The Buffer's finalizer: drop its claim (a failing free warns)."""
+        if self._take():
+            self._free(None, raise_errors=False)
+
+    def drop(self):
+        """A graph node's claim goes (a failing free warns: this runs at a safe point)."""
+        if self._take():
+            self._free(None, raise_errors=False)
+
+    def _free(self, stream, raise_errors):
+        inner = self.inner
+        if inner is None:
+            if stream is None:
+                stream = self._stream
+            if raise_errors:
+                status = _cuMemFreeAsync(self._ptr, _free_order_handle(stream))
+                if status:
+                    check(status, "Buffer.close")
+            else:
+                _collect_inline(self._ptr, stream)
+        elif raise_errors:
+            inner.run(stream)
+        else:
+            inner._collect()
+
+
+class _AllocationClaim:
+    """A graph node's claim on a Buffer's allocation (from :func:`claim_allocation`).
+
+    :meth:`drop` gives it up, once; collecting a claim that was never
+    dropped drops it (the safety net).
+    """
+
+    __slots__ = ("_shared",)
+
+    def __init__(self, shared):
+        self._shared = shared
+
+    def drop(self):
+        """Give the claim up (idempotent)."""
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.drop()
+
+    def clone(self):
+        """Return a new claim on the same allocation (for a new node version that keeps it)."""
+        shared = self._shared
+        with _claims_lock:
+            shared.claims += 1
+        return _AllocationClaim(shared)
+
+    def __del__(self):
+        if self._shared is not None and not _is_finalizing():
+            self.drop()
+
+
+def claim_allocation(buf):
+    """Return what keeps the memory of open Buffer ``buf`` allocated for a graph node.
+
+    An :class:`_AllocationClaim` for a Buffer that frees its memory; the
+    Buffer's ``owner`` (or None) for a non-owning one, which frees nothing.
+    """
+    rel = buf._release
+    if rel is None:
+        extra = buf._extra
+        return None if extra is None else extra.owner
+    with _claims_lock:
+        if rel.__class__ is not _SharedRelease:
+            rel = buf._release = _SharedRelease(buf)
+        rel.claims += 1
+    return _AllocationClaim(rel)

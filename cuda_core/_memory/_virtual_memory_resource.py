@@ -21,6 +21,7 @@ from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._utils import as_int_handle, check_or_create_options, require_open
+from cuda_core.typing import _StrEnum
 
 __all__ = [
     "VirtualMemoryAccessType",
@@ -31,11 +32,6 @@ __all__ = [
     "VirtualMemoryResource",
     "VirtualMemoryResourceOptions",
 ]
-
-
-class _StrEnum(str, enum.Enum):
-    def __str__(self):
-        return str(self.value)
 
 
 class VirtualMemoryAllocationType(_StrEnum):
@@ -55,10 +51,13 @@ class VirtualMemoryLocationType(_StrEnum):
 
 
 class VirtualMemoryHandleType(_StrEnum):
-    """Exportable handle type of the physical memory (plain strings also work)."""
+    """Exportable handle type of the physical memory (plain strings also work).
+
+    The members are ``cuda.core``'s; the plain string ``"win32"`` is also
+    accepted by :class:`VirtualMemoryResourceOptions` (``CU_MEM_HANDLE_TYPE_WIN32``).
+    """
 
     POSIX_FD = "posix_fd"
-    WIN32 = "win32"
     WIN32_KMT = "win32_kmt"
     FABRIC = "fabric"
 

@@ -4,34 +4,43 @@
 Lifetimes
 ---------
 A graph node refers to things CUDA does not own: kernels (their library),
-buffers, events, packed kernel arguments, Python callbacks.  They must stay
+packed kernel arguments, memory, events, Python callbacks.  They must stay
 alive as long as any consumer of the node can run it: the graph definition,
-the executable graphs instantiated from it, and launches still in flight
-after the executable was destroyed.
+its embedded copies, the executable graphs instantiated from it, and
+launches still in flight after the executable was destroyed.
 
-* Each graph hierarchy (a root ``CUgraph`` with its child and conditional
-  body graphs) has one :class:`GraphBox`, which keeps every object its nodes
-  were given in an append-only list for as long as the definition lives.
-* Instantiation (and whole-graph update) hands a snapshot of that list to
-  the executable graph through a CUDA *user object*: it is retained on the
-  source graph, the instantiation copies the reference into the
-  ``CUgraphExec``, and the source's reference is dropped again.  CUDA then
-  releases it only after the executable is destroyed *and* its in-flight
-  launches have finished.
+* Ownership is per node *version*: adding a node (or changing a node's
+  parameters) bundles what it uses in one attachment, owned by a CUDA
+  *user object*, and the node's ``CUgraph`` holds one reference to it.
+  A Buffer operand is kept by a claim on its allocation and an event by a
+  claim on its ``CUevent`` (see ``_memory._release`` and ``_event``), not by
+  the Python wrapper: closing the wrapper leaves the memory or event alive
+  until the last attachment using it goes.
+* CUDA copies a graph's references when it embeds the graph as a child
+  (``embed``), instantiates it (the executable keeps what its nodes use),
+  and holds them for launches in flight; a whole-graph update replaces the
+  executable's references by the source's.  So each consumer keeps exactly
+  the versions it uses.
+* :class:`GraphBox` maps each node to its current attachment, so that
+  ``node.destroy()`` and parameter changes release the source graph's
+  reference at once; destroying a child-graph or conditional node lets CUDA
+  release the references of the graphs inside it.
 * A user object's destructor runs on a driver thread where neither CUDA nor
   Python may be called.  It is a C function (``cc_user_object_release`` in
-  the extension) that only queues the object's token; :func:`drain` drops the
-  queued objects from Python at the next safe point (instantiation, graph
-  creation, ``Graph.close``, ...).  Objects whose last reference goes there
-  may free CUDA memory, which is why that never happens on the driver thread.
+  the extension) that only queues the object's token; :func:`drain` releases
+  the queued attachments from Python at the next safe point (node and graph
+  creation, instantiation, ``destroy()``, ``Graph.close``, ...).  That is
+  where the claims drop, and memory may be freed, never on the driver
+  thread.
 
 Host callbacks
 --------------
 A Python callable becomes a host node (or a captured ``cuLaunchHostFunc``)
 through the extension's ``extern "Python"`` trampoline ``cc_host_callback``
-with a ``ffi.new_handle`` as user data; the handle is kept with the graph
-like any other attached object.  An exception raised by a callback is
-reported as a :class:`~cuda_core.CUDAWarning`; it never reaches the driver.
+with a ``ffi.new_handle`` as user data; the handle is attached to the node
+like any other owner.  An exception raised by a callback is reported
+through :func:`sys.unraisablehook`, as ``cuda.core`` does; it never reaches
+the driver.
 """
 
 from __future__ import annotations
@@ -39,19 +48,22 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
-import warnings
 import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAWarning, check, warn_cuda
+from cuda_core._errors import check, warn_cuda
+from cuda_core._event import _EventClaim
+from cuda_core._memory._release import _AllocationClaim
+from cuda_core._utils import as_int_handle
 
 __all__ = []
 
-# token -> object kept alive by a CUDA user object (see module docstring).
+# token -> attachment kept alive by a CUDA user object (see module docstring).
 _LIVE = {}
 _TOKENS = itertools.count(1)
 _RELEASE_FN = ffi.addressof(lib, "cc_user_object_release")
 _DRAIN_BATCH = 256
+_CLAIMS = (_AllocationClaim, _EventClaim)
 _tls = threading.local()
 
 
@@ -62,7 +74,9 @@ class GraphBox:
     """The Python side of one graph hierarchy.
 
     Holds the root ``CUgraph`` (destroying it on :meth:`close`, or from a
-    finalizer, when ``owned``) and the objects its nodes use.
+    finalizer, when ``owned``) and, for every graph of the hierarchy (root,
+    child and conditional-body graphs), which user object holds the current
+    attachment of each node.
 
     Parameters
     ----------
@@ -72,28 +86,23 @@ class GraphBox:
         Whether this box destroys the root graph.
     """
 
-    __slots__ = ("root", "owned", "owners", "closed", "_finalizer", "__weakref__")
+    __slots__ = ("root", "owned", "closed", "maps", "parents", "_finalizer", "__weakref__")
 
     def __init__(self, c_root, owned):
         self.root = c_root
         self.owned = owned
-        self.owners = []
         self.closed = False
+        # graph handle -> {node handle: (CUuserObject, _Attachment) of its current version}
+        self.maps = {}
+        # child graph handle -> (parent graph handle, handle of the node owning it)
+        self.parents = {}
         self._finalizer = weakref.finalize(self, _destroy_graph, c_root) if owned else None
-
-    def keep(self, *objs):
-        """Keep ``objs`` alive as long as this hierarchy (and its executables)."""
-        self.owners.extend(objs)
 
     def adopt(self):
         """Take ownership of the root graph (after a capture ended)."""
         if not self.owned:
             self.owned = True
             self._finalizer = weakref.finalize(self, _destroy_graph, self.root)
-
-    def snapshot(self):
-        """Return a tuple of everything kept so far."""
-        return tuple(self.owners)
 
     def close(self):
         """Destroy an owned root graph now (idempotent).
@@ -106,9 +115,97 @@ class GraphBox:
         if self.closed:
             return
         self.closed = True
+        self.maps.clear()
+        self.parents.clear()
         if self._finalizer is not None and self._finalizer.detach() is not None:
             check(lib.cuGraphDestroy(self.root))
         drain()
+
+    # ------------------------------------------------------------------
+    # Node attachments.
+    # ------------------------------------------------------------------
+    def commit(self, c_graph, c_node, entry):
+        """Record ``entry`` (from :func:`prepare`) as the attachment of new node ``c_node``."""
+        if entry is not None:
+            self.maps.setdefault(as_int_handle(c_graph), {})[as_int_handle(c_node)] = entry
+
+    def current(self, c_graph, c_node):
+        """Return the owners of ``c_node``'s current attachment, claims renewed (or ``()``).
+
+        For a parameter change that keeps some of what the node used: the
+        new version holds its own claims.
+        """
+        entry = self.maps.get(as_int_handle(c_graph), {}).get(as_int_handle(c_node))
+        if entry is None:
+            return ()
+        return tuple(o.clone() if isinstance(o, _CLAIMS) else o for o in entry[1].owners)
+
+    def replace(self, c_graph, c_node, entry):
+        """Make ``entry`` (or None) the attachment of ``c_node``; release the previous one."""
+        nodes = self.maps.setdefault(as_int_handle(c_graph), {})
+        key = as_int_handle(c_node)
+        old = nodes.pop(key, None)
+        if entry is not None:
+            nodes[key] = entry
+        if old is not None:
+            release(c_graph, old)
+
+    def detach(self, c_graph, c_node):
+        """Forget destroyed node ``c_node``: release its attachment and its child graphs' maps."""
+        graph_h = as_int_handle(c_graph)
+        node_h = as_int_handle(c_node)
+        old = self.maps.get(graph_h, {}).pop(node_h, None)
+        self.forget_children(graph_h, node_h)
+        if old is not None:
+            release(c_graph, old)
+
+    def forget_children(self, graph_h, node_h):
+        """Drop the maps of the graphs inside node ``node_h`` (CUDA destroyed them).
+
+        CUDA releases those graphs' references itself.
+        """
+        owners = [(graph_h, node_h)]
+        while owners:
+            owner = owners.pop()
+            for child, parent in list(self.parents.items()):
+                if parent != owner:
+                    continue
+                del self.parents[child]
+                self.maps.pop(child, None)
+                owners.extend(p for p in self.parents.values() if p[0] == child)
+
+    def add_child(self, c_parent, c_node, c_child):
+        """Record that graph ``c_child`` belongs to node ``c_node`` of ``c_parent``."""
+        self.parents[as_int_handle(c_child)] = (as_int_handle(c_parent), as_int_handle(c_node))
+
+    def copy_maps(self, c_clone, source, c_source):
+        """Map the attachments of ``c_source`` (of hierarchy ``source``) onto its clone ``c_clone``.
+
+        CUDA copied the references when it cloned the graph (``embed``);
+        this records which cloned node holds which, recursively through
+        nested child graphs, so that destroying a node of the copy releases
+        the copy's reference.
+        """
+        pending = [(c_clone, c_source)]
+        while pending:
+            clone, src = pending.pop()
+            src_h = as_int_handle(src)
+            for node_h, entry in source.maps.get(src_h, {}).items():
+                self.commit(clone, _find_in_clone(node_h, clone), entry)
+            for child_h, (parent_h, node_h) in list(source.parents.items()):
+                if parent_h != src_h:
+                    continue
+                c_node = _find_in_clone(node_h, clone)
+                out = ffi.new("CUgraph *")
+                check(lib.cuGraphChildGraphNodeGetGraph(c_node, out))
+                self.add_child(clone, c_node, out[0])
+                pending.append((out[0], ffi.cast("CUgraph", child_h)))
+
+
+def _find_in_clone(node_h, c_clone):
+    out = ffi.new("CUgraphNode *")
+    check(lib.cuGraphNodeFindInClone(out, ffi.cast("CUgraphNode", node_h), c_clone))
+    return out[0]
 
 
 def _destroy_graph(c_graph):
@@ -119,8 +216,22 @@ def _destroy_graph(c_graph):
 # --------------------------------------------------------------------------
 # CUDA user objects.
 # --------------------------------------------------------------------------
+class _Attachment:
+    """What one node version uses: plain owners and claims (dropped on release)."""
+
+    __slots__ = ("owners",)
+
+    def __init__(self, owners):
+        self.owners = owners
+
+    def release(self):
+        for owner in self.owners:
+            if isinstance(owner, _CLAIMS):
+                owner.drop()
+
+
 def drain():
-    """Drop the objects whose user objects CUDA has released."""
+    """Release the attachments whose user objects CUDA has released."""
     if not lib.cc_released_pending():
         return
     try:
@@ -132,7 +243,12 @@ def drain():
         if not n:
             return
         for i in range(n):
-            _LIVE.pop(int(buf[i]), None)
+            obj = _LIVE.pop(int(buf[i]), None)
+            if obj.__class__ is _Attachment:
+                obj.release()
+            elif obj.__class__ is list:  # an executable graph's own attachments
+                for att in obj:
+                    att.release()
 
 
 def live_count():
@@ -159,11 +275,40 @@ def _new_user_object(obj):
     return out[0]
 
 
+def prepare(c_graph, owners):
+    """Attach ``owners`` to ``c_graph`` before adding (or changing) the node that uses them.
+
+    Returns the entry ``(CUuserObject, _Attachment)`` (to
+    :meth:`GraphBox.commit` once the node exists, or to :func:`release` if
+    adding it fails), or None when there is nothing to keep.
+    """
+    owners = tuple(o for o in owners if o is not None)
+    if not owners:
+        return None
+    att = _Attachment(owners)
+    return retain_temporarily(c_graph, att), att
+
+
+def release(c_graph, entry):
+    """Drop ``c_graph``'s reference to an entry from :func:`prepare` (and drain)."""
+    status = lib.cuGraphReleaseUserObject(c_graph, entry[0], 1)
+    drain()
+    check(status, "cuGraphReleaseUserObject")
+
+
+def release_temporary(c_graph, uo):
+    """Drop the reference :func:`retain_temporarily` put on ``c_graph``."""
+    status = lib.cuGraphReleaseUserObject(c_graph, uo, 1)
+    drain()
+    check(status, "cuGraphReleaseUserObject")
+
+
 def retain_temporarily(c_graph, obj):
     """Retain a new user object for ``obj`` on ``c_graph``; return it.
 
-    Used around instantiation and whole-graph update: the executable copies
-    the reference, then :func:`release_temporary` drops the source's one.
+    Also used around instantiation and whole-graph update: the executable
+    copies the reference, then :func:`release_temporary` drops the source's
+    one.
     """
     uo = _new_user_object(obj)
     status = lib.cuGraphRetainUserObject(c_graph, uo, 1, lib.CU_GRAPH_USER_OBJECT_MOVE)
@@ -174,13 +319,6 @@ def retain_temporarily(c_graph, obj):
     return uo
 
 
-def release_temporary(c_graph, uo):
-    """Drop the reference :func:`retain_temporarily` put on ``c_graph``."""
-    status = lib.cuGraphReleaseUserObject(c_graph, uo, 1)
-    drain()
-    check(status, "cuGraphReleaseUserObject")
-
-
 # --------------------------------------------------------------------------
 # Host callbacks.
 # --------------------------------------------------------------------------
@@ -188,26 +326,11 @@ def release_temporary(c_graph, uo):
 def cc_host_callback(user_data):
     """Run the Python callable behind ``user_data`` (a ``ffi.new_handle``).
 
-    Called by the driver on its callback thread; exceptions become
-    :class:`~cuda_core.CUDAWarning` and never propagate into the driver.
+    Called by the driver on its callback thread.  An exception is not caught
+    here: cffi reports it through :func:`sys.unraisablehook` and returns to
+    the driver normally.
     """
-    fn = None
-    try:
-        fn = ffi.from_handle(user_data)
-        fn()
-    except BaseException as exc:  # noqa: BLE001 - must never reach the driver
-        _report_callback_error(fn, exc)
-
-
-def _report_callback_error(fn, exc):
-    try:
-        warnings.warn(
-            f"graph host callback {fn!r} raised {type(exc).__name__}: {exc}",
-            CUDAWarning,
-            stacklevel=2,
-        )
-    except BaseException:  # noqa: BLE001 - e.g. warnings turned into errors
-        pass
+    ffi.from_handle(user_data)()
 
 
 class HostCallback:
@@ -239,7 +362,8 @@ def resolve_host_callback(fn, user_data):
     None), or a ctypes function pointer of type
     ``ctypes.CFUNCTYPE(None, ctypes.c_void_p)``, which receives ``user_data``:
     an int (passed as a raw pointer; the caller keeps the memory alive), a
-    bytes-like object (copied, the copy lives with the graph) or None.
+    bytes-like object (copied, the copy lives with the node; empty bytes give
+    NULL) or None.
 
     Raises
     ------
@@ -271,20 +395,17 @@ def resolve_host_callback(fn, user_data):
                     "user_data must be an int (an address), a bytes-like object or None, "
                     f"not {type(user_data).__name__}"
                 ) from None
-            copy = ffi.new("char[]", raw or b"\0")
-            c_data = copy
-            owners = (fn, copy)
+            if raw:
+                copy = ffi.new("char[]", raw)
+                c_data = copy
+                owners = (fn, copy)
+            else:  # no bytes: no copy, NULL user data (as cuda.core does)
+                c_data = ffi.NULL
         return HostCallback(c_fn, c_data, owners, None)
     if not callable(fn):
-        raise TypeError(
-            "fn must be a Python callable or a ctypes CFUNCTYPE(None, c_void_p) function "
-            f"pointer, not {type(fn).__name__}"
-        )
+        raise TypeError(f"callback must be callable, got {type(fn).__name__}")
     if user_data is not None:
-        raise ValueError(
-            "user_data is only accepted with a ctypes function pointer; bind state to a "
-            "Python callable with a closure or functools.partial"
-        )
+        raise ValueError("user_data is only supported with ctypes function pointers")
     handle = ffi.new_handle(fn)
     return HostCallback(lib.cc_host_callback, handle, (fn, handle), fn)
 

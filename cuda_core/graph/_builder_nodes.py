@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core.graph._attachments import resolve_host_callback
+from cuda_core.graph._attachments import drain, prepare, release, resolve_host_callback
 from cuda_core.graph._capture import _ACTIVE, _BODY, _ENDED, _FORKED, _NOT_STARTED, _capture_info
 from cuda_core.graph._graph_condition import (
     GraphCondition,
@@ -55,15 +55,17 @@ class _BuilderNodes:
         Raises
         ------
         RuntimeError
-            If the builder is not building, or the driver is older than 12.3.
+            If the driver is older than 12.3, or the builder is not building
+            (checked in that order).
         TypeError, ValueError
             If ``default_value`` is not an int in [0, 2**32).
         """
         self._require_open()
-        value, flags = _condition_args(default_value)
+        _require_driver(12030, "conditional handles")
         status, c_graph = _capture_info(self._stream._handle)[:2]
         if status != _ACTIVE:
             raise RuntimeError("Cannot create a condition when graph is not being built")
+        value, flags = _condition_args(default_value)
         return _create_condition(c_graph, self._ctx(), value, flags)
 
     def if_then(self, condition):
@@ -137,10 +139,10 @@ class _BuilderNodes:
         ------
         TypeError
             If ``condition`` is not a GraphCondition or ``count`` not an int.
-        ValueError
-            If ``count`` < 1.
         RuntimeError
             If not building, or the driver is older than 12.8.
+        CUDAError
+            If the driver refuses ``count`` (e.g. 0).
         """
         count = _switch_count(count)
         return self._conditional(
@@ -201,12 +203,16 @@ class _BuilderNodes:
             raise ValueError("Parent graph is not being built.")
         out = ffi.new("CUgraphNode *")
         check(lib.cuGraphAddChildGraphNode(out, c_graph, deps, ndeps, child._graph))
+        # CUDA copied the child's references with it; make its nodes known.
+        embedded = ffi.new("CUgraph *")
+        check(lib.cuGraphChildGraphNodeGetGraph(out[0], embedded))
+        self._box.add_child(c_graph, out[0], embedded[0])
+        self._box.copy_maps(embedded[0], child._box, child._graph)
         check(
             lib.cuStreamUpdateCaptureDependencies(
                 c_stream, out, 1, lib.CU_STREAM_SET_CAPTURE_DEPENDENCIES
             )
         )
-        self._box.keep(child._box.snapshot())
 
     def callback(self, fn, *, user_data=None):
         """Capture a host callback: ``fn`` runs on the CPU when the graph reaches this point.
@@ -221,7 +227,7 @@ class _BuilderNodes:
 
             A callback must not call CUDA (no cuda_core API that touches the
             GPU): doing so may deadlock or fail.  An exception raised by a
-            Python callback is reported as a :class:`~cuda_core.CUDAWarning`.
+            Python callback is reported through :func:`sys.unraisablehook`.
 
         Parameters
         ----------
@@ -232,20 +238,31 @@ class _BuilderNodes:
 
         Raises
         ------
+        RuntimeError
+            If the builder is not building (checked first).
         TypeError
             If ``fn`` is neither a callable nor a ctypes ``CUhostFn``.
         ValueError
             If ``user_data`` is given with a Python callable.
-        RuntimeError
-            If the builder is not building.
         """
         self._require_open()
-        cb = resolve_host_callback(fn, user_data)
         c_stream = self._stream._handle
-        if _capture_info(c_stream)[0] != _ACTIVE:
+        status, c_graph = _capture_info(c_stream)[:2]
+        if status != _ACTIVE:
             raise RuntimeError("Cannot add callback when graph is not being built")
-        self._box.keep(*cb.owners)
-        check(lib.cuLaunchHostFunc(c_stream, cb.c_fn, cb.c_data))
+        cb = resolve_host_callback(fn, user_data)
+        # The graph being captured keeps the callback; the entry is recorded
+        # on the host node the capture adds (found among the capture's
+        # dependencies), or kept by the graph as a whole if none is found.
+        drain()
+        entry = prepare(c_graph, cb.owners)
+        status = lib.cuLaunchHostFunc(c_stream, cb.c_fn, cb.c_data)
+        if status:
+            release(c_graph, entry)
+            check(status)
+        c_node = _captured_host_node(c_stream)
+        if c_node is not None:
+            self._box.commit(c_graph, c_node, entry)
 
     # ------------------------------------------------------------------
 
@@ -261,12 +278,12 @@ class _BuilderNodes:
     def _conditional(self, condition, c_type, size, min_driver, what):
         """Add a conditional node to the capture; return builders of its bodies."""
         self._require_open()
+        _require_driver(min_driver, what)
         if not isinstance(condition, GraphCondition):
             raise TypeError(
                 "condition must be a GraphCondition object (from GraphBuilder.create_condition()), "
                 f"got {type(condition).__name__}"
             )
-        _require_driver(min_driver, what)
         c_stream = self._stream._handle
         status, c_graph, deps, ndeps = _capture_info(c_stream)
         if status != _ACTIVE:
@@ -280,6 +297,8 @@ class _BuilderNodes:
             )
         )
         bodies = [params.conditional.phGraph_out[i] for i in range(size)]
+        for body in bodies:
+            self._box.add_child(c_graph, out[0], body)
         device = self._stream.device
         builders = []
         for body in bodies:
@@ -288,3 +307,15 @@ class _BuilderNodes:
                 type(self)._new(stream, True, _BODY, _NOT_STARTED, self._box, body, None)
             )
         return tuple(builders)
+
+
+def _captured_host_node(c_stream):
+    """Return the host node ``cuLaunchHostFunc`` just added to a capture, or None."""
+    status, _, deps, n = _capture_info(c_stream)
+    if status != _ACTIVE or n != 1:
+        return None
+    c_node = deps[0]
+    kind = ffi.new("CUgraphNodeType *")
+    if lib.cuGraphNodeGetType(c_node, kind) or kind[0] != lib.CU_GRAPH_NODE_TYPE_HOST:
+        return None
+    return c_node

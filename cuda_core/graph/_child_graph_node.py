@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._utils import as_int_handle
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_builders import _CLASSES, _register, _require_definition
 
@@ -19,20 +20,27 @@ __all__ = ["ChildGraphNode"]
 class ChildGraphNode(GraphNode):
     """A node running an embedded child graph."""
 
-    __slots__ = ()
+    __slots__ = ("_child",)
+    _extra = ("_child",)
+
+    def _load(self):
+        out = ffi.new("CUgraph *")
+        check(lib.cuGraphChildGraphNodeGetGraph(self._node, out))
+        gdef = self._gdef
+        box = gdef._box
+        if as_int_handle(out[0]) not in box.parents:
+            box.add_child(gdef._graph, self._node, out[0])
+        self._child = _CLASSES["GraphDefinition"]._view(out[0], box, self)
 
     @property
     def child_graph(self):
         """GraphDefinition: A view of the embedded graph (owned by this node)."""
-        self._check_valid()
-        out = ffi.new("CUgraph *")
-        check(lib.cuGraphChildGraphNodeGetGraph(self._node, out))
-        return _CLASSES["GraphDefinition"]._view(out[0], self._gdef._box, self)
+        return self._child
 
     def update(self, child):
         """Replace the embedded graph by a copy of ``child`` (same topology needed).
 
-        Affects future instantiations only.
+        Affects future instantiations only.  A cuda_core extension.
 
         Parameters
         ----------
@@ -45,4 +53,10 @@ class ChildGraphNode(GraphNode):
         params.graph.graph = gdef._graph
         params.graph.ownership = lib.CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE
         check(lib.cuGraphNodeSetParams(self._node, params))
-        self._gdef._box.keep(gdef._box.snapshot())
+        # CUDA destroyed the old copy (releasing its references) and cloned
+        # ``child`` with its references.
+        box = self._gdef._box
+        box.forget_children(as_int_handle(self._gdef._graph), self._h)
+        self._child = None
+        self._load()
+        box.copy_maps(self._child._graph, gdef._box, gdef._graph)

@@ -8,7 +8,6 @@ Added by :meth:`GraphNode.record <cuda_core.graph.GraphNode.record>` and
 from __future__ import annotations
 
 from cuda_core._cuda_ffi import lib
-from cuda_core._errors import check
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _require_event
@@ -24,7 +23,11 @@ class _EventNode(GraphNode):
 
     @property
     def event(self):
-        """Event or None: The event (None when the node was not made through cuda_core)."""
+        """Event or None: The event (None when the node was not made through cuda_core).
+
+        The node keeps the ``CUevent`` alive, not this object's claim on it:
+        closing the Event leaves the event usable by the graph.
+        """
         return self._event
 
 
@@ -35,11 +38,11 @@ class EventRecordNode(_EventNode):
     __slots__ = ()
 
     def update(self, event):
-        """Record ``event`` instead (future instantiations only)."""
+        """Record ``event`` instead (future instantiations only; a cuda_core extension)."""
         self._check_valid()
-        _require_event(event)
-        check(lib.cuGraphEventRecordNodeSetEvent(self._node, event._handle))
-        self._gdef._box.keep(event)
+        claim = _require_event(event)
+        c_event = event._handle
+        self._set_params((claim,), lambda: lib.cuGraphEventRecordNodeSetEvent(self._node, c_event))
         self._event = event
 
 
@@ -50,9 +53,9 @@ class EventWaitNode(_EventNode):
     __slots__ = ()
 
     def update(self, event):
-        """Wait for ``event`` instead (future instantiations only)."""
+        """Wait for ``event`` instead (future instantiations only; a cuda_core extension)."""
         self._check_valid()
-        _require_event(event)
-        check(lib.cuGraphEventWaitNodeSetEvent(self._node, event._handle))
-        self._gdef._box.keep(event)
+        claim = _require_event(event)
+        c_event = event._handle
+        self._set_params((claim,), lambda: lib.cuGraphEventWaitNodeSetEvent(self._node, c_event))
         self._event = event

@@ -18,8 +18,13 @@ import weakref
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
 from cuda_core._stream import _as_open_stream
-from cuda_core._utils import as_int_handle, check_or_create_options
-from cuda_core.graph._attachments import drain, release_temporary, resolve_host_callback
+from cuda_core._utils import as_int_handle
+from cuda_core.graph._attachments import (
+    _Attachment,
+    drain,
+    release_temporary,
+    resolve_host_callback,
+)
 from cuda_core.graph._attachments import retain_temporarily as _retain
 from cuda_core.graph._child_graph_node import ChildGraphNode
 from cuda_core.graph._event_nodes import EventRecordNode, EventWaitNode
@@ -49,34 +54,53 @@ __all__ = [
     "Graph",
 ]
 
-_INSTANTIATE_REASONS = {
-    lib.CUDA_GRAPH_INSTANTIATE_ERROR: "instantiation failed for an unexpected reason",
-    lib.CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE: "the graph structure is invalid (e.g. a cycle)",
+# Instantiation results other than success, as cuda.core reports them (RuntimeError).
+_INSTANTIATE_MESSAGES = {
+    lib.CUDA_GRAPH_INSTANTIATE_ERROR: (
+        "Instantiation failed for an unexpected reason which is described in the return "
+        "value of the function."
+    ),
+    lib.CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE: (
+        "Instantiation failed due to invalid structure, such as cycles."
+    ),
     lib.CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED: (
-        "the graph contains an operation not supported for device launch"
+        "Instantiation for device launch failed because the graph contained an unsupported "
+        "operation."
     ),
     lib.CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED: (
-        "device launch is not supported for nodes of different contexts"
+        "Instantiation for device launch failed due to the nodes belonging to different contexts."
     ),
     lib.CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED: (
-        "one or more conditional handles are not associated with conditional nodes"
+        "One or more conditional handles are not associated with conditional builders."
     ),
 }
 
-_UPDATE_REASONS = {
-    lib.CU_GRAPH_EXEC_UPDATE_ERROR: "the update failed for an unexpected reason",
-    lib.CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED: "the graph topology changed",
-    lib.CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED: "the type of a node changed",
-    lib.CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED: "the function of a kernel node changed",
-    lib.CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED: (
-        "node parameters changed in a way that cannot be updated"
+# The driver's description of each CUgraphExecUpdateResult (cuda.h).
+_UPDATE_DESCRIPTIONS = {
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR: (
+        "The update failed for an unexpected reason which is described in the return value "
+        "of the function"
     ),
-    lib.CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED: "something about a node is not supported",
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED: (
+        "The update failed because the topology changed"
+    ),
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED: (
+        "The update failed because a node type changed"
+    ),
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED: (
+        "The update failed because the function of a kernel node changed (CUDA driver < 11.2)"
+    ),
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED: (
+        "The update failed because the parameters changed in a way that is not supported"
+    ),
+    lib.CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED: (
+        "The update failed because something about the node is not supported"
+    ),
     lib.CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE: (
-        "the function of a kernel node changed in an unsupported way"
+        "The update failed because the function of a kernel node changed in an unsupported way"
     ),
     lib.CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: (
-        "node attributes changed in a way that cannot be updated"
+        "The update failed because the node attributes changed in a way that is not supported"
     ),
 }
 
@@ -231,12 +255,18 @@ class Graph:
         TypeError
             If ``source`` is neither.
         ValueError
-            If a builder has not finished building.
+            If a builder is closed (``"Source graph builder has been
+            closed."``) or has not finished building (``"Graph has not
+            finished building."``).
         CUDAError
-            If the driver refuses the update; ``reason`` holds the name of the
-            ``CUgraphExecUpdateResult`` (e.g.
-            ``"CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"``), which the
-            message also gives.
+            If the driver refuses the update: ``"Graph update failed:
+            <description> (<CUgraphExecUpdateResult name>)"``; ``reason``
+            holds the name.
+
+        Notes
+        -----
+        The graph then keeps what ``source``'s nodes use, in place of what
+        its old nodes used (launches in flight keep theirs until they end).
         """
         self._require_open()
         # Both sit above this module: they make Graphs.
@@ -244,19 +274,22 @@ class Graph:
         from cuda_core.graph._graph_definition import GraphDefinition
 
         if isinstance(source, GraphBuilder):
+            if source._closed:
+                raise ValueError("Source graph builder has been closed.")
             try:
                 source._require_ended()
             except RuntimeError as exc:
                 raise ValueError(str(exc)) from None
-            c_graph, box = source._graph, source._box
+            c_graph = source._graph
         elif isinstance(source, GraphDefinition):
             source._check_valid()
-            c_graph, box = source._graph, source._box
+            c_graph = source._graph
         else:
             raise TypeError(
                 f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}"
             )
-        self._acc.append(box.snapshot())
+        # The update replaces this graph's references by the source's: the
+        # executable's own attachments (node-view updates) ride along.
         uo = _retain(c_graph, self._acc)
         info = ffi.new("CUgraphExecUpdateResultInfo *")
         status = lib.cuGraphExecUpdate(self._exec, c_graph, info)
@@ -269,8 +302,8 @@ class Graph:
             raise RuntimeError("Graph is closed; it cannot be used after close()")
 
     def _keep(self, owners):
-        """Keep ``owners`` alive as long as this executable graph (node updates)."""
-        self._acc.append(tuple(owners))
+        """Keep ``owners`` alive as long as this executable graph (node-view updates)."""
+        self._acc.append(_Attachment(tuple(owners)))
 
     @property
     def handle(self):
@@ -437,8 +470,8 @@ class ExecutableChildGraphNode(ExecutableGraphNode):
         """
         c_exec, c_node = self._target()
         gdef = _require_definition(child, "child")
+        # CUDA takes over the references of ``child``'s nodes.
         check(lib.cuGraphExecChildGraphNodeSetParams(c_exec, c_node, gdef._graph))
-        self._graph._keep((gdef._box.snapshot(),))
 
 
 class ExecutableEventRecordNode(ExecutableGraphNode):
@@ -449,9 +482,9 @@ class ExecutableEventRecordNode(ExecutableGraphNode):
     def update(self, event):
         """Record ``event`` instead."""
         c_exec, c_node = self._target()
-        _require_event(event)
+        claim = _require_event(event)
         check(lib.cuGraphExecEventRecordNodeSetEvent(c_exec, c_node, event._handle))
-        self._graph._keep((event,))
+        self._graph._keep((claim,))
 
 
 class ExecutableEventWaitNode(ExecutableGraphNode):
@@ -462,9 +495,9 @@ class ExecutableEventWaitNode(ExecutableGraphNode):
     def update(self, event):
         """Wait for ``event`` instead."""
         c_exec, c_node = self._target()
-        _require_event(event)
+        claim = _require_event(event)
         check(lib.cuGraphExecEventWaitNodeSetEvent(c_exec, c_node, event._handle))
-        self._graph._keep((event,))
+        self._graph._keep((claim,))
 
 
 _VIEWS = (
@@ -481,16 +514,20 @@ _VIEWS = (
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _instantiate(c_graph, box, options):
-    """Instantiate ``c_graph`` (of hierarchy ``box``) as a :class:`Graph`."""
-    opts = check_or_create_options(
-        GraphCompleteOptions, options, "graph completion options", keep_none=True
-    )
+def _instantiate(c_graph, options):
+    """Instantiate ``c_graph`` as a :class:`Graph`.
+
+    ``options``: GraphCompleteOptions, a dict (a cuda_core extension), or
+    None.  The executable inherits the references of the graph's nodes
+    (see ``_attachments``).
+    """
+    if isinstance(options, dict):
+        options = GraphCompleteOptions(**options)
     drain()
     params = ffi.new("CUDA_GRAPH_INSTANTIATE_PARAMS *")
-    keep = opts._to_params(params) if opts is not None else None
-    # The accumulator: what this executable keeps alive (append-only).
-    acc = [box.snapshot()]
+    keep = options._to_params(params) if options else None
+    # The executable's own attachments (node-view updates; append-only).
+    acc = []
     uo = _retain(c_graph, acc)
     out = ffi.new("CUgraphExec *")
     status = lib.cuGraphInstantiateWithParams(out, c_graph, params)
@@ -503,36 +540,35 @@ def _instantiate(c_graph, box, options):
         raise
     del keep
     if status or result != lib.CUDA_GRAPH_INSTANTIATE_SUCCESS:
-        if not status:
+        if not status and out[0] != ffi.NULL:
             warn_cuda("cuGraphExecDestroy", lib.cuGraphExecDestroy(out[0]))
         raise _instantiate_error(status, result)
     return Graph._from_exec(out[0], acc)
 
 
 def _instantiate_error(status, result):
-    name = ffi.typeof("CUgraphInstantiateResult").elements.get(result, f"result {result}")
-    reason = _INSTANTIATE_REASONS.get(result, "unknown instantiation result")
+    """The exception for a failed instantiation, as cuda.core raises it.
+
+    A failing status is an ordinary CUDAError; success with a result other
+    than success is a RuntimeError naming the result.
+    """
     if status:
-        err = driver_error(status, "cuGraphInstantiateWithParams")
-        message = f"Graph instantiation failed: {err}"
-        if result != lib.CUDA_GRAPH_INSTANTIATE_SUCCESS:
-            message += f"; {reason} ({name})"
-        exc = CUDAError(message, code=err.code, name=err.name)
-    else:
-        exc = CUDAError(f"Graph instantiation failed: {reason} ({name})")
-    exc.reason = name
-    return exc
+        return driver_error(status)
+    message = _INSTANTIATE_MESSAGES.get(result)
+    if message is None:
+        name = ffi.typeof("CUgraphInstantiateResult").elements.get(result, str(result))
+        message = f"Graph instantiation failed with unexpected error code: {name}"
+    return RuntimeError(message)
 
 
 def _update_error(status, result):
-    err = driver_error(status, "cuGraphExecUpdate")
+    """The exception for a refused ``cuGraphExecUpdate``, as cuda.core words it."""
+    err = driver_error(status)
     name = ffi.typeof("CUgraphExecUpdateResult").elements.get(result, f"result {result}")
-    if result != lib.CU_GRAPH_EXEC_UPDATE_SUCCESS:
-        reason = _UPDATE_REASONS.get(result, "unknown update result")
-        message = f"Graph update failed: {reason} ({name}) [{err}]"
-    else:
-        message = f"Graph update failed: {err}"
-    exc = CUDAError(message, code=err.code, name=err.name)
+    if status != lib.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
+        return err
+    description = _UPDATE_DESCRIPTIONS.get(result, "The update failed")
+    exc = CUDAError(f"Graph update failed: {description} ({name})", code=err.code, name=err.name)
     exc.reason = name
     return exc
 

@@ -35,7 +35,7 @@ import weakref
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._stream import Stream
-from cuda_core._utils import as_int_handle, index_or_none
+from cuda_core._utils import index_or_none
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._builder_nodes import _BuilderNodes
 from cuda_core.graph._capture import (
@@ -46,6 +46,7 @@ from cuda_core.graph._capture import (
     _FORKED,
     _INVALIDATED,
     _MODES,
+    _NONE,
     _NOT_STARTED,
     _PRIMARY,
     _capture_info,
@@ -82,9 +83,12 @@ class GraphBuilder(_BuilderNodes):
     of stream capture: keep what it uses alive while the graph is used (the
     explicit :class:`~cuda_core.graph.GraphDefinition` API retains them).
 
+    Every method of a closed builder raises RuntimeError
+    ``"Graph builder has been closed."`` (its :attr:`stream` is then None).
+
     Raises
     ------
-    RuntimeError
+    NotImplementedError
         On direct construction.
     """
 
@@ -104,9 +108,9 @@ class GraphBuilder(_BuilderNodes):
     )
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError(
-            "directly creating a GraphBuilder object can be ambiguous; please call "
-            "Device.create_graph_builder() or Stream.create_graph_builder()"
+        raise NotImplementedError(
+            "directly creating a GraphBuilder object can be ambiguous. Please either call "
+            "Device.create_graph_builder() or stream.create_graph_builder()"
         )
 
     @classmethod
@@ -152,7 +156,8 @@ class GraphBuilder(_BuilderNodes):
 
     def __cuda_stream__(self):
         """Return ``(0, address)`` of the capturing stream (``__cuda_stream__`` protocol)."""
-        return self.stream.__cuda_stream__()
+        self._require_open()
+        return self._stream.__cuda_stream__()
 
     def close(self):
         """Destroy the graph builder (idempotent).
@@ -214,23 +219,20 @@ class GraphBuilder(_BuilderNodes):
 
         Raises
         ------
-        ValueError
-            If ``mode`` is not one of the above.
         RuntimeError
-            If the builder is already building, has finished, or is closed.
+            If the builder is closed, already building, or has finished
+            (checked first, in that order).
+        ValueError
+            If ``mode`` is not one of the above (None included).
         """
         self._require_open()
-        if mode is None:
-            mode = "relaxed"
-        c_mode = _MODES.get(mode) if isinstance(mode, str) else None
-        if c_mode is None:
-            raise ValueError(
-                f"Unsupported build mode: {mode!r}; expected 'global', 'thread_local' or 'relaxed'"
-            )
         if self._state == _CAPTURING:
             raise RuntimeError("Graph builder is already building.")
         if self._state == _ENDED:
             raise RuntimeError("Cannot resume building after building has ended.")
+        c_mode = _MODES.get(mode) if isinstance(mode, str) else None
+        if c_mode is None:
+            raise ValueError(f"Unsupported build mode: {mode}")
         c_stream = self._stream._handle
         if self._kind == _BODY:
             if self._box.closed:
@@ -260,20 +262,22 @@ class GraphBuilder(_BuilderNodes):
         Raises
         ------
         RuntimeError
-            If the builder is not building, is a forked builder (join it
-            instead), or is closed.
+            If the builder is not building or is closed.
         CUDAError
             If the capture failed (e.g. it was invalidated by an illegal
-            operation, or a forked builder was not joined).
+            operation, or a forked builder was not joined), or for a forked
+            builder (join it back instead): the driver refuses to end its
+            capture, as in ``cuda.core``.
         """
         self._require_open()
-        if self._kind == _FORKED:
-            raise RuntimeError(
-                "a forked GraphBuilder (from split()) cannot end building: join it back "
-                "with GraphBuilder.join() and end the builder it was joined into"
-            )
         if self._state != _CAPTURING:
             raise RuntimeError("Graph builder is not building.")
+        if self._kind == _FORKED:
+            out = ffi.new("CUgraph *")
+            status = lib.cuStreamEndCapture(self._stream._handle, out)
+            check(status, "cuStreamEndCapture")
+            self._state = _ENDED
+            return self
         out = ffi.new("CUgraph *")
         status = lib.cuStreamEndCapture(self._stream._handle, out)
         self._state = _ENDED
@@ -310,17 +314,18 @@ class GraphBuilder(_BuilderNodes):
             If instantiation fails (the message names the driver's reason).
         """
         self._require_ended()
-        return _instantiate(self._graph, self._box, options)
+        return _instantiate(self._graph, options)
 
     def debug_dot_print(self, path, options=None):
         """Write the captured graph as a GraphViz DOT file.
 
         Parameters
         ----------
-        path : str or os.PathLike
-            The file to write.
-        options : GraphDebugPrintOptions or dict, optional
-            What to include.
+        path : str
+            The file to write (bytes and os.PathLike are accepted too, a
+            cuda_core extension).
+        options : GraphDebugPrintOptions, optional
+            What to include (a dict is accepted too, a cuda_core extension).
 
         Raises
         ------
@@ -352,19 +357,19 @@ class GraphBuilder(_BuilderNodes):
         TypeError
             If ``count`` is not an int.
         ValueError
-            If ``count`` < 2.
+            If ``count`` < 2 (checked first, even on a closed builder).
         RuntimeError
-            If the builder is not building.
+            If the builder is closed or not building.
         """
-        self._require_open()
         index = index_or_none(count)
         if index is None:
             raise TypeError(f"count must be an int, not {type(count).__name__}")
         count = index
         if count < 2:
             raise ValueError(f"Invalid split count: expecting >= 2, got {count}")
+        self._require_open()
         if self._state != _CAPTURING:
-            raise RuntimeError("Cannot split a graph builder that is not building.")
+            raise RuntimeError("Graph builder must be building before it can be split.")
         origin = self if self._kind != _FORKED else self._origin
         event = self._stream.record()
         result = [self]
@@ -408,35 +413,22 @@ class GraphBuilder(_BuilderNodes):
         TypeError
             If an argument is not a GraphBuilder.
         ValueError
-            If fewer than two builders are given, one is given twice, or they
-            capture into different graphs.
-        RuntimeError
-            If a builder is not building.
+            If fewer than two builders are given.
+
+        Notes
+        -----
+        As in ``cuda.core``, nothing else is checked here: builders that do
+        not belong together make the capture fail in the driver.
         """
         if any(not isinstance(b, GraphBuilder) for b in graph_builders):
             raise TypeError("All arguments must be GraphBuilder instances")
         if len(graph_builders) < 2:
             raise ValueError("Must join with at least two graph builders")
-        if len({id(b) for b in graph_builders}) != len(graph_builders):
-            raise ValueError("a GraphBuilder was given more than once to join()")
-        graphs = set()
-        for i, b in enumerate(graph_builders):
-            b._require_open()
-            if b._state != _CAPTURING:
-                raise RuntimeError(f"graph builder {i} passed to join() is not building")
-            status, c_graph = _capture_info(b._stream._handle)[:2]
-            if status != _ACTIVE:
-                raise RuntimeError(f"graph builder {i} passed to join() is not actively capturing")
-            graphs.add(as_int_handle(c_graph))
-        if len(graphs) != 1:
-            raise ValueError(
-                "cannot join graph builders that capture into different graphs (only builders "
-                "split from one builder can be joined)"
-            )
         root = next((b for b in graph_builders if b._kind != _FORKED), graph_builders[0])
+        root._require_open()
         target = root if root._kind != _FORKED else root._origin
         for b in graph_builders:
-            if b is root:
+            if b is root or b._closed:
                 continue
             root._stream.wait(b._stream)
             # The forked stream took part in the capture: destroy it only after
@@ -454,7 +446,7 @@ class GraphBuilder(_BuilderNodes):
     # ------------------------------------------------------------------
     def _require_open(self):
         if self._closed:
-            raise RuntimeError("GraphBuilder is closed; it cannot be used after close() or join()")
+            raise RuntimeError("Graph builder has been closed.")
 
     def _require_ended(self):
         self._require_open()
@@ -473,15 +465,8 @@ class GraphBuilder(_BuilderNodes):
     # ------------------------------------------------------------------
     @property
     def stream(self):
-        """Stream: The stream this builder captures on.
-
-        Raises
-        ------
-        RuntimeError
-            If the builder is closed.
-        """
-        self._require_open()
-        return self._stream
+        """Stream or None: The stream this builder captures on (None once closed)."""
+        return None if self._closed else self._stream
 
     @property
     def is_building(self):
@@ -494,9 +479,9 @@ class GraphBuilder(_BuilderNodes):
             be ended), or the builder is closed.
         """
         self._require_open()
-        if self._state != _CAPTURING:
-            return False
         status = _capture_status(self._stream._handle)
+        if status == _NONE:
+            return False
         if status == _ACTIVE:
             return True
         if status == _INVALIDATED:
@@ -504,7 +489,7 @@ class GraphBuilder(_BuilderNodes):
                 "Build process encountered an error and has been invalidated. "
                 "Build process must now be ended."
             )
-        return False
+        raise NotImplementedError(f"Unsupported capture status type received: {status}")
 
     @property
     def is_join_required(self):
@@ -532,12 +517,19 @@ class GraphBuilder(_BuilderNodes):
         self._require_open()
         if self._kind == _FORKED:
             raise RuntimeError(
-                "a forked GraphBuilder has no graph of its own; use the builder it was split from"
+                "graph_definition is unavailable on forked graph builders; access it through "
+                "the primary builder instead."
             )
         if self._state == _CAPTURING:
-            raise RuntimeError("graph_definition is not available while the builder is building")
+            raise RuntimeError(
+                "graph_definition is unavailable while capture is in progress; call "
+                "end_building() first."
+            )
         if self._kind == _PRIMARY and self._state != _ENDED:
-            raise RuntimeError("graph_definition is available only after end_building()")
+            raise RuntimeError(
+                "graph_definition is unavailable before begin_building() on a primary builder; "
+                "no graph has been created yet."
+            )
         if self._box is None or self._box.closed:
             raise RuntimeError("the graph of this builder was destroyed")
         return GraphDefinition._view(self._graph, self._box)

@@ -112,12 +112,15 @@ def _create_condition(c_graph, c_ctx, value, flags):
 
 
 def _switch_count(count):
-    """Return ``count`` as an int >= 1 (the number of cases of a switch node)."""
+    """Return ``count`` as an unsigned int (the number of cases of a switch node).
+
+    As in ``cuda.core`` the driver judges the value (0 is refused there).
+    """
     index = index_or_none(count)
     if index is None:
         raise TypeError(f"count must be an int, not {type(count).__name__}")
-    if index < 1:
-        raise ValueError(f"switch count must be >= 1, got {index}")
+    if not 0 <= index <= _UINT_MAX:
+        raise OverflowError(f"switch count must fit an unsigned int, got {index}")
     return index
 
 
@@ -137,9 +140,9 @@ def _conditional_params(condition, c_type, size, c_ctx):
 
 
 def _require_driver(version, what):
+    """Raise RuntimeError ``"Driver version X.Y.Z does not support <what>"`` below ``version``."""
     have = driver_version()
     if have < version:
         raise RuntimeError(
-            f"Driver version {have // 1000}.{have % 1000 // 10} does not support {what} "
-            f"(needs {version // 1000}.{version % 1000 // 10} or newer)"
+            f"Driver version {have // 1000}.{have % 1000 // 10}.{have % 10} does not support {what}"
         )

@@ -26,7 +26,7 @@ from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_condition import _condition_args, _create_condition
 from cuda_core.graph._graph_node import GraphNode, _wrap
-from cuda_core.graph._graph_options import _dot_print
+from cuda_core.graph._graph_options import GraphDebugPrintOptions, _dot_print
 from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _ctx, _list_nodes
 
@@ -143,11 +143,16 @@ class GraphDefinition:
         return parent is None or parent.is_valid
 
     def _check_valid(self):
-        if not self._is_valid():
+        if self._closed or self._box.closed:
             raise RuntimeError(
-                "the GraphDefinition is no longer valid (it was closed, or the graph or node "
-                "holding it was destroyed)"
+                "the GraphDefinition is no longer valid (it, or the definition owning its "
+                "graph, was closed)"
             )
+        parent = self._parent
+        if parent is not None and not parent.is_valid:
+            # The node holding this graph was destroyed, and the graph with
+            # it: the driver is given no graph, as in cuda.core.
+            check(lib.CUDA_ERROR_INVALID_VALUE)
 
     @property
     def is_valid(self):
@@ -340,7 +345,8 @@ class GraphDefinition:
 
         Parameters
         ----------
-        options : GraphCompleteOptions or dict, optional
+        options : GraphCompleteOptions, optional
+            (or a dict, a cuda_core extension).
 
         Returns
         -------
@@ -349,20 +355,32 @@ class GraphDefinition:
         Raises
         ------
         CUDAError
-            If instantiation fails (the message names the driver's reason).
+            If the driver fails the instantiation.
+        RuntimeError
+            If the driver reports an instantiation result other than success
+            (the message names it, as ``cuda.core`` words it).
         """
         self._check_valid()
-        return _instantiate(self._graph, self._box, options)
+        return _instantiate(self._graph, options)
 
     def debug_dot_print(self, path, options=None):
         """Write this graph as a GraphViz DOT file.
 
         Parameters
         ----------
-        path : str or os.PathLike
-        options : GraphDebugPrintOptions or dict, optional
+        path : str
+            (bytes and os.PathLike are accepted too, a cuda_core extension.)
+        options : GraphDebugPrintOptions, optional
+            (or a dict, a cuda_core extension).
+
+        Raises
+        ------
+        TypeError
+            If ``options`` is something else.
         """
         self._check_valid()
+        if options is not None and not isinstance(options, (GraphDebugPrintOptions, dict)):
+            raise TypeError("options must be a GraphDebugPrintOptions instance")
         _dot_print(self._graph, path, options)
 
     def nodes(self):

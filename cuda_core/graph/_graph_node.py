@@ -12,12 +12,19 @@ one driver node: :meth:`GraphDefinition.nodes
 :class:`AdjacencySetProxy` views of the edges) return the same objects the
 builders did.
 
-Everything a node uses (kernels, packed arguments, buffers, events,
-callbacks, child graphs) is kept alive by the graph definition and by every
-executable graph instantiated from it (see ``_attachments``).  Raw integer
+Everything a node uses (kernels, packed arguments, memory, events,
+callbacks, child graphs) is kept alive, per node, by the graph definition,
+its embedded copies and every executable graph instantiated from it, until
+each of them lets go (see ``_attachments``).  A :class:`~cuda_core.Buffer`
+operand keeps its *allocation* alive, not the Buffer: closing the Buffer
+afterwards frees the memory only once no graph uses it.  Raw integer
 pointers are the caller's responsibility unless an owner is given
-(``dst_owner``/``src_owner``).  Closing a :class:`~cuda_core.Buffer`
-explicitly frees it even if a graph still uses it.
+(``dst_owner``/``src_owner``).
+
+A destroyed node (:meth:`GraphNode.destroy`) stays a usable object, as in
+``cuda.core``: :attr:`~GraphNode.is_valid` is False, ``type`` and ``handle``
+are None, its edges are empty and the properties of its kind keep the values
+recorded when it was made.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from collections.abc import MutableSet
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle
+from cuda_core.graph._attachments import drain, prepare, release
 from cuda_core.graph._node_builders import _BY_TYPE, _NodeBuilders, _register
 from cuda_core.graph._node_params import _list_nodes
 from cuda_core.graph._types import CUgraphNodeType
@@ -62,7 +70,12 @@ class GraphNode(_NodeBuilders):
         )
 
     @classmethod
-    def _make(cls, gdef, c_node):
+    def _make(cls, gdef, c_node, **cached):
+        """The node object for ``c_node`` of ``gdef``; ``cached``: known properties.
+
+        The properties of the node's kind are recorded now (``_load``), so
+        they stay readable after the node is destroyed.
+        """
         self = object.__new__(cls)
         self._gdef = gdef
         self._node = c_node
@@ -71,17 +84,25 @@ class GraphNode(_NodeBuilders):
         self._dep = None
         for name in cls._extra:
             setattr(self, name, None)
+        for name, value in cached.items():
+            setattr(self, "_" + name, value)
         if c_node is not None:
             _registry[(gdef._h, self._h)] = self
+            self._load()
         return self
 
     _extra = ()
 
+    def _load(self):
+        """Record the properties of this node's kind from the driver (subclasses)."""
+
     def __repr__(self):
         if self._node is None:
-            return "<GraphNode entry>" if self.is_valid else "<GraphNode entry (invalid)>"
-        if not self.is_valid:
-            return f"<{type(self).__name__} (destroyed)>"
+            return "<GraphNode entry>" if self.is_valid else "<GraphNode destroyed>"
+        if self._destroyed:
+            if type(self) is GraphNode:
+                return "<GraphNode destroyed>"
+            return f"<{type(self).__name__} handle=0x0>"
         return f"<{type(self).__name__} handle={self._h:#x}>"
 
     def __eq__(self, other):
@@ -97,10 +118,10 @@ class GraphNode(_NodeBuilders):
     # ------------------------------------------------------------------
     @property
     def type(self):
-        """CUgraphNodeType or None: The driver node type (None for the entry node)."""
-        if self._node is None:
+        """CUgraphNodeType or None: The driver node type (None for the entry node and
+        for a destroyed node)."""
+        if self._node is None or not self.is_valid:
             return None
-        self._check_valid()
         out = ffi.new("CUgraphNodeType *")
         check(lib.cuGraphNodeGetType(self._node, out))
         return CUgraphNodeType(out[0])
@@ -112,8 +133,8 @@ class GraphNode(_NodeBuilders):
 
     @property
     def handle(self):
-        """int or None: The ``CUgraphNode`` address (None for the entry node)."""
-        return None if self._node is None else self._h
+        """int or None: The ``CUgraphNode`` address (None for the entry node or a destroyed one)."""
+        return None if self._node is None or self._destroyed else self._h
 
     @property
     def is_valid(self):
@@ -123,17 +144,24 @@ class GraphNode(_NodeBuilders):
     def destroy(self):
         """Remove this node and its edges from the graph.
 
-        Afterwards :attr:`is_valid` is False and the node cannot be used.  A
-        no-op on an already destroyed node and on the entry node.  What the
-        node used stays alive until the graph definition (and the executable
-        graphs made from it) are gone.
+        Afterwards :attr:`is_valid` is False; the object stays usable as in
+        ``cuda.core`` (see the module docstring), but nodes cannot be added
+        after it: its builder methods raise RuntimeError, where ``cuda.core``
+        adds the new node without dependencies (a deliberate difference).  A
+        no-op on an already destroyed node and on the entry node.  The
+        graph's hold on what the node used is released at once; executable
+        graphs made from it, embedded copies and launches in
+        flight keep theirs.  Destroying a child-graph or conditional node
+        invalidates the graphs inside it and their nodes.
         """
         if self._node is None or self._destroyed:
             return
         self._check_valid()
+        gdef = self._gdef
         check(lib.cuGraphDestroyNode(self._node))
         self._destroyed = True
-        _registry.pop((self._gdef._h, self._h), None)
+        _registry.pop((gdef._h, self._h), None)
+        gdef._box.detach(gdef._graph, self._node)
 
     @property
     def pred(self):
@@ -171,12 +199,41 @@ class GraphNode(_NodeBuilders):
             raise RuntimeError("the graph node was destroyed; it cannot be used")
         self._gdef._check_valid()
 
+    def _set_params(self, owners, set_params, keep_current=False):
+        """Change this node's parameters (``set_params()`` calls the driver) and attach ``owners``.
+
+        The new version's attachment replaces the old one, whose graph
+        reference is released (executables keep theirs).  ``keep_current``:
+        the change keeps some of the old parameters, so the new version keeps
+        what the old one used as well.
+        """
+        self._check_valid()
+        drain()
+        gdef = self._gdef
+        c_graph = gdef._graph
+        if keep_current:
+            owners = tuple(owners) + gdef._box.current(c_graph, self._node)
+        entry = prepare(c_graph, owners) if owners else None
+        status = set_params()
+        if status:
+            if entry is not None:
+                release(c_graph, entry)
+            check(status)
+        gdef._box.replace(c_graph, self._node, entry)
+        for name in type(self)._extra:
+            setattr(self, name, None)
+        self._load()
+
 
 class AdjacencySetProxy(MutableSet):
     """A live, mutable set-like view of a node's predecessors or successors.
 
-    Membership, iteration and length query the driver each time; ``add``
-    and ``discard`` add or remove the corresponding edge.
+    Membership, iteration and length query the driver each time; ``add``,
+    ``discard``, ``update``, ``clear``, ``|=`` and ``-=`` add or remove the
+    corresponding edges, each in one driver call.  The views of the entry
+    node and of a destroyed node are empty.  The driver judges the edges:
+    one to a node of another graph, to the node itself or to a destroyed
+    node raises :class:`~cuda_core.CUDAError`, as in ``cuda.core``.
     """
 
     __slots__ = ("_owner", "_succ")
@@ -190,16 +247,12 @@ class AdjacencySetProxy(MutableSet):
         return set(it)
 
     def __repr__(self):
-        kind = "succ" if self._succ else "pred"
-        return f"<AdjacencySetProxy {kind} of {self._owner!r}: {set(self)!r}>"
+        return "{" + ", ".join(repr(n) for n in self) + "}"
 
     def _handles(self):
         node = self._owner
-        node._check_valid()
-        if node._node is None:
-            if not self._succ:
-                return []
-            return _list_nodes(lib.cuGraphGetRootNodes, node._gdef._graph)
+        if node._node is None or node._destroyed or not node._gdef._is_valid():
+            return []
         fn = lib.cuGraphNodeGetDependentNodes if self._succ else lib.cuGraphNodeGetDependencies
         return _list_nodes(fn, node._node)
 
@@ -211,45 +264,82 @@ class AdjacencySetProxy(MutableSet):
         return len(self._handles())
 
     def __contains__(self, other):
-        if not isinstance(other, GraphNode) or other._gdef._h != self._owner._gdef._h:
+        if not isinstance(other, GraphNode) or other._node is None or other._destroyed:
+            return False
+        if other._gdef._h != self._owner._gdef._h:
             return False
         return other._h in {as_int_handle(h) for h in self._handles()}
 
-    def _edge(self, other):
+    def _edges(self, others):
+        """Return ``(from array, to array, count)`` for edges between the owner and ``others``."""
         node = self._owner
-        if node._node is None:
-            raise TypeError("the edges of the entry node cannot be changed")
-        if not isinstance(other, GraphNode):
-            raise TypeError(f"expected a GraphNode, got {type(other).__name__}")
-        other._check_valid()
-        if other._gdef._h != node._gdef._h:
-            raise ValueError("the node belongs to a different graph")
-        if other._node is None:
-            raise ValueError("the entry node cannot be connected to")
-        if other._h == node._h:
-            raise ValueError("a node cannot depend on itself")
-        a, b = (node._node, other._node) if self._succ else (other._node, node._node)
-        return ffi.new("CUgraphNode[1]", [a]), ffi.new("CUgraphNode[1]", [b])
+        mine = _c_node(node)
+        theirs = [_c_node(o) for o in others]
+        if self._succ:
+            frm, to = [mine] * len(theirs), theirs
+        else:
+            frm, to = theirs, [mine] * len(theirs)
+        return ffi.new("CUgraphNode[]", frm), ffi.new("CUgraphNode[]", to), len(theirs)
+
+    def _add_edges(self, others):
+        frm, to, n = self._edges(others)
+        check(lib.cuGraphAddDependencies(self._owner._gdef._graph, frm, to, n))
+
+    def _remove_edges(self, others):
+        frm, to, n = self._edges(others)
+        check(lib.cuGraphRemoveDependencies(self._owner._gdef._graph, frm, to, n))
 
     def add(self, other):
         """Add an edge between the owner and ``other`` (no-op if present)."""
-        frm, to = self._edge(other)
+        if not isinstance(other, GraphNode):
+            raise TypeError(f"expected GraphNode, got {type(other).__name__}")
         if other in self:
             return
-        check(lib.cuGraphAddDependencies(self._owner._gdef._graph, frm, to, 1))
+        self._add_edges([other])
 
     def discard(self, other):
-        """Remove the edge between the owner and ``other`` (no-op if absent)."""
+        """Remove the edge between the owner and ``other`` (no-op if absent or not a node)."""
         if not isinstance(other, GraphNode) or other not in self:
             return
-        frm, to = self._edge(other)
-        check(lib.cuGraphRemoveDependencies(self._owner._gdef._graph, frm, to, 1))
+        self._remove_edges([other])
 
-    def update(self, *iterables):
-        """Add edges to every node of ``iterables``."""
-        for it in iterables:
-            for other in it:
-                self.add(other)
+    def update(self, *others):
+        """Add edges to every node given, in one driver call.
+
+        Each argument is a GraphNode or an iterable of GraphNodes; nodes
+        already present are skipped.
+        """
+        nodes = []
+        for other in others:
+            if isinstance(other, GraphNode):
+                nodes.append(other)
+                continue
+            for n in other:
+                if not isinstance(n, GraphNode):
+                    raise TypeError(f"expected GraphNode, got {type(n).__name__}")
+                nodes.append(n)
+        new = [n for n in nodes if n not in self]
+        if new:
+            self._add_edges(new)
+
+    def clear(self):
+        """Remove every edge of this view in one driver call."""
+        members = list(self)
+        if members:
+            self._remove_edges(members)
+
+    def __ior__(self, it):
+        self.update(it)
+        return self
+
+    def __isub__(self, it):
+        if it is self:
+            self.clear()
+        else:
+            gone = [n for n in it if isinstance(n, GraphNode) and n in self]
+            if gone:
+                self._remove_edges(gone)
+        return self
 
 
 @_register(lib.CU_GRAPH_NODE_TYPE_EMPTY)
@@ -257,6 +347,14 @@ class EmptyNode(GraphNode):
     """An empty node (a synchronization point)."""
 
     __slots__ = ()
+
+
+def _c_node(node):
+    """The ``CUgraphNode`` of ``node`` for an edge: NULL for the entry node and a
+    destroyed node (the driver refuses it)."""
+    if node._node is None or node._destroyed:
+        return ffi.NULL
+    return node._node
 
 
 def _wrap(gdef, c_node):

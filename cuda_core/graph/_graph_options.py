@@ -2,20 +2,20 @@
 """Options of graph instantiation and DOT output: :class:`GraphCompleteOptions`
 and :class:`GraphDebugPrintOptions`.
 
-Both are taken as an instance or a dict by ``complete()``/``instantiate()``
-and ``debug_dot_print()`` of :class:`~cuda_core.graph.GraphBuilder` and
-:class:`~cuda_core.graph.GraphDefinition`.
+As in ``cuda.core``, both are plain dataclasses: construction accepts any
+values, and each field is read by its truth value when the options are used
+(``complete()``/``instantiate()``, ``debug_dot_print()``).  cuda_core also
+takes them as a dict there.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from cuda_core._cuda_ffi import lib
+from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._stream import Stream, _as_stream
-from cuda_core._utils import check_or_create_options
+from cuda_core._stream import Stream
 
 __all__ = ["GraphCompleteOptions", "GraphDebugPrintOptions"]
 
@@ -45,7 +45,8 @@ class GraphDebugPrintOptions:
     """Options for ``debug_dot_print()`` (which details the DOT file shows).
 
     Every field is a bool, False by default, and maps to one
-    ``CU_GRAPH_DEBUG_DOT_FLAGS_*`` flag of ``cuGraphDebugDotPrint``.
+    ``CU_GRAPH_DEBUG_DOT_FLAGS_*`` flag of ``cuGraphDebugDotPrint``.  Values
+    are not checked: a field sets its flag when it is true.
 
     Attributes
     ----------
@@ -81,11 +82,6 @@ class GraphDebugPrintOptions:
         Add edge numbering information.
     conditional_node_params : bool
         Add conditional node parameter values.
-
-    Raises
-    ------
-    TypeError
-        If a field is not a bool.
     """
 
     verbose: bool = False
@@ -104,10 +100,6 @@ class GraphDebugPrintOptions:
     batch_mem_op_node_params: bool = False
     extra_topo_info: bool = False
     conditional_node_params: bool = False
-
-    def __post_init__(self):
-        for f in fields(self):
-            _check_bool(self, f.name, "GraphDebugPrintOptions")
 
     def _to_flags(self):
         """Return the ``cuGraphDebugDotPrint`` flags bitmask for these options."""
@@ -129,7 +121,9 @@ class GraphCompleteOptions:
         False).
     upload_stream : Stream, optional
         Upload the graph on this stream as part of instantiation (default
-        None: upload on first launch).
+        None: upload on first launch).  Used when true; it must then have a
+        ``handle`` (a :class:`~cuda_core.Stream`): anything else raises
+        AttributeError at instantiation, as in ``cuda.core``.
     device_launch : bool
         Make the graph launchable from the device (needs unified addressing;
         cannot be combined with ``auto_free_on_launch``). Default False.
@@ -137,12 +131,12 @@ class GraphCompleteOptions:
         Run nodes with their own priority attributes instead of the launch
         stream's priority (default False).
 
-    Raises
-    ------
-    TypeError
-        If a flag is not a bool, or ``upload_stream`` is not a stream.
-    ValueError
-        If both ``device_launch`` and ``auto_free_on_launch`` are set.
+    Notes
+    -----
+    Nothing is checked at construction; each flag counts by its truth value
+    at instantiation, where the driver refuses combinations it does not
+    support (``device_launch`` with ``auto_free_on_launch``:
+    :class:`~cuda_core.CUDAError` ``CUDA_ERROR_INVALID_VALUE``).
     """
 
     auto_free_on_launch: bool = False
@@ -150,32 +144,16 @@ class GraphCompleteOptions:
     device_launch: bool = False
     use_node_priority: bool = False
 
-    def __post_init__(self):
-        for name in ("auto_free_on_launch", "device_launch", "use_node_priority"):
-            _check_bool(self, name, "GraphCompleteOptions")
-        s = self.upload_stream
-        # A GraphBuilder passes through its __cuda_stream__.
-        if s is not None and not isinstance(s, Stream):
-            if not hasattr(s, "__cuda_stream__"):
-                raise TypeError(
-                    "GraphCompleteOptions.upload_stream must be a Stream, an object implementing "
-                    f"__cuda_stream__, or None, not {type(s).__name__}"
-                )
-        if self.device_launch and self.auto_free_on_launch:
-            raise ValueError(
-                "GraphCompleteOptions: device_launch cannot be combined with auto_free_on_launch"
-            )
-
     def _to_params(self, params):
         """Fill a ``CUDA_GRAPH_INSTANTIATE_PARAMS`` cdata; return what must stay alive."""
         flags = 0
         keep = None
         if self.auto_free_on_launch:
             flags |= lib.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
-        if self.upload_stream is not None:
-            keep = _as_stream(self.upload_stream, "GraphCompleteOptions.upload_stream")
+        if self.upload_stream:
+            keep = self.upload_stream
             flags |= lib.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
-            params.hUploadStream = keep._handle
+            params.hUploadStream = ffi.cast("CUstream", keep.handle)
         if self.device_launch:
             flags |= lib.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH
         if self.use_node_priority:
@@ -187,21 +165,16 @@ class GraphCompleteOptions:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _check_bool(obj, name, cls_name):
-    value = getattr(obj, name)
-    if isinstance(value, bool):
-        return
-    if type(value) is int and value in (0, 1):
-        setattr(obj, name, bool(value))
-        return
-    raise TypeError(
-        f"{cls_name}.{name} must be a bool (True or False), got {value!r} of type "
-        f"{type(value).__name__}"
-    )
-
-
 def _dot_print(c_graph, path, options):
-    opts = check_or_create_options(GraphDebugPrintOptions, options, "debug print options")
+    """Write ``c_graph`` as DOT to ``path``.
+
+    ``options``: GraphDebugPrintOptions, a dict (a cuda_core extension), or
+    something false (no flags).  ``path``: str, or (a cuda_core extension)
+    bytes or os.PathLike.
+    """
+    if isinstance(options, dict):
+        options = GraphDebugPrintOptions(**options)
+    flags = options._to_flags() if options else 0
     try:
         b_path = os.fsencode(path)
     except TypeError:
@@ -210,4 +183,4 @@ def _dot_print(c_graph, path, options):
         ) from None
     if not b_path or b"\0" in b_path:
         raise ValueError(f"invalid path for the DOT file: {path!r}")
-    check(lib.cuGraphDebugDotPrint(c_graph, b_path, opts._to_flags()))
+    check(lib.cuGraphDebugDotPrint(c_graph, b_path, flags))

@@ -8,7 +8,6 @@ callable is resolved and kept alive as ``_attachments`` describes.
 from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
 from cuda_core.graph._attachments import resolve_host_callback
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_builders import _register
@@ -34,12 +33,14 @@ class HostCallbackNode(GraphNode):
         return self._callback
 
     def update(self, fn, *, user_data=None):
-        """Run ``fn`` instead (future instantiations only); see :meth:`GraphNode.callback`."""
+        """Run ``fn`` instead (future instantiations only; a cuda_core extension).
+
+        See :meth:`GraphNode.callback`.
+        """
         self._check_valid()
         cb = resolve_host_callback(fn, user_data)
         params = ffi.new("CUDA_HOST_NODE_PARAMS *")
         params.fn = cb.c_fn
         params.userData = cb.c_data
-        check(lib.cuGraphHostNodeSetParams(self._node, params))
-        self._gdef._box.keep(*cb.owners)
+        self._set_params(cb.owners, lambda: lib.cuGraphHostNodeSetParams(self._node, params))
         self._callback = cb.callable

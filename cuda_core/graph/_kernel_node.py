@@ -22,13 +22,14 @@ __all__ = ["KernelNode"]
 class KernelNode(GraphNode):
     """A kernel launch node.
 
-    Properties ``grid``, ``block`` and ``shmem_size`` are read from the
-    driver; ``kernel`` is the :class:`~cuda_core.Kernel` it launches and
-    ``config`` a :class:`~cuda_core.LaunchConfig` rebuilt from the node.
+    Properties ``grid``, ``block`` and ``shmem_size`` are recorded when the
+    node is made (and stay readable after it is destroyed); ``kernel`` is the
+    :class:`~cuda_core.Kernel` it launches and ``config`` a
+    :class:`~cuda_core.LaunchConfig` rebuilt from the node.
     """
 
-    __slots__ = ("_kernel",)
-    _extra = ("_kernel",)
+    __slots__ = ("_kernel", "_launch", "_kern_h")
+    _extra = ("_kernel", "_launch", "_kern_h")
 
     def _params(self):
         self._check_valid()
@@ -36,30 +37,36 @@ class KernelNode(GraphNode):
         check(lib.cuGraphKernelNodeGetParams(self._node, p))
         return p
 
+    def _load(self):
+        p = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+        check(lib.cuGraphKernelNodeGetParams(self._node, p))
+        self._launch = (
+            (p.gridDimX, p.gridDimY, p.gridDimZ),
+            (p.blockDimX, p.blockDimY, p.blockDimZ),
+            p.sharedMemBytes,
+        )
+        self._kern_h = as_int_handle(p.kern) if p.kern != ffi.NULL else 0
+
     @property
     def grid(self):
         """tuple of int: Grid dimensions in blocks (x, y, z)."""
-        p = self._params()
-        return (p.gridDimX, p.gridDimY, p.gridDimZ)
+        return self._launch[0]
 
     @property
     def block(self):
         """tuple of int: Block dimensions (x, y, z)."""
-        p = self._params()
-        return (p.blockDimX, p.blockDimY, p.blockDimZ)
+        return self._launch[1]
 
     @property
     def shmem_size(self):
         """int: Dynamic shared memory per block, in bytes."""
-        return self._params().sharedMemBytes
+        return self._launch[2]
 
     @property
     def kernel(self):
         """Kernel or None: The launched kernel (None if the node launches a bare ``CUfunction``)."""
-        if self._kernel is None:
-            p = self._params()
-            if p.kern != ffi.NULL:
-                self._kernel = Kernel.from_handle(as_int_handle(p.kern))
+        if self._kernel is None and self._kern_h:
+            self._kernel = Kernel.from_handle(self._kern_h)
         return self._kernel
 
     @property
@@ -69,12 +76,8 @@ class KernelNode(GraphNode):
         Cluster dimensions and cooperative launches are not kept by kernel
         nodes, so they are not part of it.
         """
-        p = self._params()
-        return LaunchConfig(
-            grid=(p.gridDimX, p.gridDimY, p.gridDimZ),
-            block=(p.blockDimX, p.blockDimY, p.blockDimZ),
-            shmem_size=p.sharedMemBytes,
-        )
+        grid, block, shmem = self._launch
+        return LaunchConfig(grid=grid, block=block, shmem_size=shmem)
 
     def update(self, *, config=None, kernel=None, args=None):
         """Replace parameters of this node for future instantiations.
@@ -82,7 +85,8 @@ class KernelNode(GraphNode):
         Executable graphs already instantiated keep the old parameters (use
         ``graph[node].update(...)`` for those).  Omitted parameters keep
         their values; changing the kernel needs its arguments too
-        (``args=()`` for a kernel without parameters).
+        (``args=()`` for a kernel without parameters).  This is a cuda_core
+        extension.
 
         Parameters
         ----------
@@ -112,7 +116,10 @@ class KernelNode(GraphNode):
             args,
             current=current,
         )
-        check(lib.cuGraphKernelNodeSetParams(self._node, params))
-        self._gdef._box.keep(*owners)
-        if used is not None:
-            self._kernel = used
+        keep = self._kernel if used is None else used
+        self._set_params(
+            owners,
+            lambda: lib.cuGraphKernelNodeSetParams(self._node, params),
+            keep_current=args is None,
+        )
+        self._kernel = keep

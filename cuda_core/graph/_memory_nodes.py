@@ -23,114 +23,140 @@ __all__ = ["AllocNode", "FreeNode", "MemcpyNode", "MemsetNode"]
 
 @_register(lib.CU_GRAPH_NODE_TYPE_MEMCPY)
 class MemcpyNode(GraphNode):
-    """A memcpy node (see :meth:`GraphNode.memcpy`)."""
+    """A memcpy node (see :meth:`GraphNode.memcpy`).
 
-    __slots__ = ()
+    Its properties are recorded when the node is made.
+    """
 
-    def _params(self):
-        self._check_valid()
+    __slots__ = ("_copy",)
+    _extra = ("_copy",)
+
+    def _load(self):
         p = ffi.new("CUDA_MEMCPY3D *")
         check(lib.cuGraphMemcpyNodeGetParams(self._node, p))
-        return p
+        if p.dstMemoryType == lib.CU_MEMORYTYPE_HOST:
+            dst = as_int_handle(p.dstHost)
+        else:
+            dst = int(p.dstDevice)
+        if p.srcMemoryType == lib.CU_MEMORYTYPE_HOST:
+            src = as_int_handle(p.srcHost)
+        else:
+            src = int(p.srcDevice)
+        self._copy = (dst, src, int(p.WidthInBytes))
 
     @property
     def dst(self):
         """int: The destination address."""
-        p = self._params()
-        if p.dstMemoryType == lib.CU_MEMORYTYPE_HOST:
-            return as_int_handle(p.dstHost)
-        return int(p.dstDevice)
+        return self._copy[0]
 
     @property
     def src(self):
         """int: The source address."""
-        p = self._params()
-        if p.srcMemoryType == lib.CU_MEMORYTYPE_HOST:
-            return as_int_handle(p.srcHost)
-        return int(p.srcDevice)
+        return self._copy[1]
 
     @property
     def size(self):
         """int: Number of bytes copied."""
-        return int(self._params().WidthInBytes)
+        return self._copy[2]
 
     def update(self, *, dst=None, src=None, size=None, dst_owner=None, src_owner=None):
-        """Replace parameters of this node for future instantiations.
+        """Replace parameters of this node for future instantiations (a cuda_core extension).
 
-        Omitted parameters keep their values.  See :meth:`GraphNode.memcpy`.
+        Omitted parameters keep their values (and what keeps them alive).
+        See :meth:`GraphNode.memcpy`.
         """
-        if dst is None:
-            dst = self.dst
-        if src is None:
-            src = self.src
-        if size is None:
-            size = self.size
-        params, owners = _memcpy_params(dst, src, size, dst_owner, src_owner)
-        check(lib.cuGraphMemcpyNodeSetParams(self._node, params))
-        self._gdef._box.keep(*owners)
+        self._check_valid()
+        partial = dst is None or src is None
+        params, owners = _memcpy_params(
+            self.dst if dst is None else dst,
+            self.src if src is None else src,
+            self.size if size is None else size,
+            dst_owner,
+            src_owner,
+        )
+        self._set_params(
+            owners,
+            lambda: lib.cuGraphMemcpyNodeSetParams(self._node, params),
+            keep_current=partial,
+        )
 
 
 @_register(lib.CU_GRAPH_NODE_TYPE_MEMSET)
 class MemsetNode(GraphNode):
-    """A memset node (see :meth:`GraphNode.memset`)."""
+    """A memset node (see :meth:`GraphNode.memset`).
 
-    __slots__ = ()
+    Its properties are recorded when the node is made.
+    """
 
-    def _params(self):
-        self._check_valid()
+    __slots__ = ("_fill",)
+    _extra = ("_fill",)
+
+    def _load(self):
         p = ffi.new("CUDA_MEMSET_NODE_PARAMS *")
         check(lib.cuGraphMemsetNodeGetParams(self._node, p))
-        return p
+        self._fill = (
+            int(p.dst),
+            int(p.value),
+            int(p.elementSize),
+            int(p.width),
+            int(p.height),
+            int(p.pitch),
+        )
 
     @property
     def dptr(self):
         """int: The destination address."""
-        return int(self._params().dst)
+        return self._fill[0]
 
     @property
     def value(self):
         """int: The fill value (its bits)."""
-        return int(self._params().value)
+        return self._fill[1]
 
     @property
     def element_size(self):
         """int: Element size in bytes (1, 2 or 4)."""
-        return int(self._params().elementSize)
+        return self._fill[2]
 
     @property
     def width(self):
         """int: Elements per row."""
-        return int(self._params().width)
+        return self._fill[3]
 
     @property
     def height(self):
         """int: Number of rows."""
-        return int(self._params().height)
+        return self._fill[4]
 
     @property
     def pitch(self):
         """int: Bytes between rows."""
-        return int(self._params().pitch)
+        return self._fill[5]
 
     def update(self, *, dst=None, value=None, width=None, height=None, pitch=None, dst_owner=None):
-        """Replace parameters of this node for future instantiations.
+        """Replace parameters of this node for future instantiations (a cuda_core extension).
 
         Omitted parameters keep their values (``value`` keeps its element
-        size).  See :meth:`GraphNode.memset` for their meaning.
+        size; an omitted ``dst`` keeps what keeps it alive).  See
+        :meth:`GraphNode.memset` for their meaning.
         """
-        cur = self._params()
+        self._check_valid()
+        cur_dst, cur_value, cur_elem, cur_width, cur_height, cur_pitch = self._fill
         if value is None:
-            value = int(cur.value).to_bytes(int(cur.elementSize), "little")
+            value = cur_value.to_bytes(cur_elem, "little")
         params, owners = _memset_params(
-            int(cur.dst) if dst is None else dst,
+            cur_dst if dst is None else dst,
             value,
-            int(cur.width) if width is None else width,
-            int(cur.height) if height is None else height,
-            int(cur.pitch) if pitch is None else pitch,
+            cur_width if width is None else width,
+            cur_height if height is None else height,
+            cur_pitch if pitch is None else pitch,
             dst_owner,
         )
-        check(lib.cuGraphMemsetNodeSetParams(self._node, params))
-        self._gdef._box.keep(*owners)
+        self._set_params(
+            owners,
+            lambda: lib.cuGraphMemsetNodeSetParams(self._node, params),
+            keep_current=dst is None,
+        )
 
 
 @_register(lib.CU_GRAPH_NODE_TYPE_MEM_ALLOC)
@@ -140,9 +166,7 @@ class AllocNode(GraphNode):
     __slots__ = ("_meta",)
     _extra = ("_meta",)
 
-    def _info(self):
-        """Return ``(dptr, bytesize, device_id, memory_type, peer_access)``."""
-        self._check_valid()
+    def _load(self):
         if self._meta is None:
             p = ffi.new("CUDA_MEM_ALLOC_NODE_PARAMS *")
             check(lib.cuGraphMemAllocNodeGetParams(self._node, p))
@@ -156,6 +180,9 @@ class AllocNode(GraphNode):
             peers = tuple(p.accessDescs[i].location.id for i in range(p.accessDescCount))
             address = as_int_handle(p.dptr)
             self._meta = (address, int(p.bytesize), int(props.location.id), kind, peers)
+
+    def _info(self):
+        """Return ``(dptr, bytesize, device_id, memory_type, peer_access)``."""
         return self._meta
 
     @property
@@ -188,12 +215,15 @@ class AllocNode(GraphNode):
 class FreeNode(GraphNode):
     """A node freeing a graph allocation."""
 
-    __slots__ = ()
+    __slots__ = ("_dptr",)
+    _extra = ("_dptr",)
+
+    def _load(self):
+        out = ffi.new("CUdeviceptr *")
+        check(lib.cuGraphMemFreeNodeGetParams(self._node, out))
+        self._dptr = as_int_handle(out[0])
 
     @property
     def dptr(self):
         """int: The address freed."""
-        self._check_valid()
-        out = ffi.new("CUdeviceptr *")
-        check(lib.cuGraphMemFreeNodeGetParams(self._node, out))
-        return as_int_handle(out[0])
+        return self._dptr

@@ -18,11 +18,10 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_version
 from cuda_core._utils import as_int_handle
-from cuda_core.graph._attachments import resolve_host_callback
+from cuda_core.graph._attachments import drain, prepare, release, resolve_host_callback
 from cuda_core.graph._graph_condition import (
     GraphCondition,
     _conditional_params,
-    _require_driver,
     _switch_count,
 )
 from cuda_core.graph._node_params import (
@@ -89,13 +88,10 @@ class _NodeBuilders:
         """
         self._check_valid()
         params, owners, kernel = _kernel_params(config, kernel, args)
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddKernelNode(out, self._gdef._graph, deps, n, params))
-        self._gdef._box.keep(*owners)
-        node = _CLASSES["KernelNode"]._make(self._gdef, out[0])
-        node._kernel = kernel
-        return node
+        c_node = self._add(
+            owners, lambda out, g, deps, n: lib.cuGraphAddKernelNode(out, g, deps, n, params)
+        )
+        return _CLASSES["KernelNode"]._make(self._gdef, c_node, kernel=kernel)
 
     def join(self, *nodes):
         """Add an empty node that depends on this node and on ``nodes``.
@@ -113,8 +109,13 @@ class _NodeBuilders:
         ------
         TypeError
             If an argument is not a GraphNode.
-        ValueError
-            If a node belongs to another graph.
+        CUDAError
+            If the driver refuses a dependency (a node of another graph, a
+            node given twice).
+
+        Notes
+        -----
+        Destroyed nodes among ``nodes`` are skipped, as in ``cuda.core``.
         """
         self._check_valid()
         handles = [] if self._node is None else [self._node]
@@ -123,12 +124,12 @@ class _NodeBuilders:
                 raise TypeError(
                     f"join() argument {i} must be a GraphNode, not {type(other).__name__}"
                 )
-            other._check_valid()
-            if other._gdef._h != self._gdef._h:
-                raise ValueError(f"join() argument {i} belongs to a different graph")
-            if other._node is not None and other._node not in handles:
+            # Destroyed nodes and entry nodes add no dependency; nodes of
+            # other graphs and repeated nodes go to the driver, which judges.
+            if other._node is not None and not other._destroyed:
                 handles.append(other._node)
         deps = ffi.new("CUgraphNode[]", handles) if handles else ffi.NULL
+        drain()
         out = _node_out()
         check(lib.cuGraphAddEmptyNode(out, self._gdef._graph, deps, len(handles)))
         return _CLASSES["EmptyNode"]._make(self._gdef, out[0])
@@ -200,12 +201,11 @@ class _NodeBuilders:
             params.accessDescs = descs
             params.accessDescCount = len(peers)
         params.bytesize = size
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddMemAllocNode(out, self._gdef._graph, deps, n, params))
-        node = _CLASSES["AllocNode"]._make(self._gdef, out[0])
-        node._meta = (as_int_handle(params.dptr), size, device_id, kind, peers)
-        return node
+        c_node = self._add(
+            (), lambda out, g, deps, n: lib.cuGraphAddMemAllocNode(out, g, deps, n, params)
+        )
+        meta = (as_int_handle(params.dptr), size, device_id, kind, peers)
+        return _CLASSES["AllocNode"]._make(self._gdef, c_node, meta=meta)
 
     def deallocate(self, dptr):
         """Add a node that frees a graph allocation.
@@ -221,10 +221,10 @@ class _NodeBuilders:
         """
         self._check_valid()
         address = _as_address(dptr, "dptr")
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddMemFreeNode(out, self._gdef._graph, deps, n, address))
-        return _CLASSES["FreeNode"]._make(self._gdef, out[0])
+        c_node = self._add(
+            (), lambda out, g, deps, n: lib.cuGraphAddMemFreeNode(out, g, deps, n, address)
+        )
+        return _CLASSES["FreeNode"]._make(self._gdef, c_node)
 
     def memset(self, dst, value, width, height=1, pitch=0, *, dst_owner=None):
         """Add a memset node.
@@ -258,11 +258,11 @@ class _NodeBuilders:
         """
         self._check_valid()
         params, owners = _memset_params(dst, value, width, height, pitch, dst_owner)
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddMemsetNode(out, self._gdef._graph, deps, n, params, _ctx()))
-        self._gdef._box.keep(*owners)
-        return _CLASSES["MemsetNode"]._make(self._gdef, out[0])
+        c_ctx = _ctx()
+        c_node = self._add(
+            owners, lambda out, g, deps, n: lib.cuGraphAddMemsetNode(out, g, deps, n, params, c_ctx)
+        )
+        return _CLASSES["MemsetNode"]._make(self._gdef, c_node)
 
     def memcpy(self, dst, src, size, *, dst_owner=None, src_owner=None):
         """Add a node copying ``size`` bytes from ``src`` to ``dst``.
@@ -292,11 +292,11 @@ class _NodeBuilders:
         """
         self._check_valid()
         params, owners = _memcpy_params(dst, src, size, dst_owner, src_owner)
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddMemcpyNode(out, self._gdef._graph, deps, n, params, _ctx()))
-        self._gdef._box.keep(*owners)
-        return _CLASSES["MemcpyNode"]._make(self._gdef, out[0])
+        c_ctx = _ctx()
+        c_node = self._add(
+            owners, lambda out, g, deps, n: lib.cuGraphAddMemcpyNode(out, g, deps, n, params, c_ctx)
+        )
+        return _CLASSES["MemcpyNode"]._make(self._gdef, c_node)
 
     def embed(self, child):
         """Add a child graph node running a copy of ``child``.
@@ -314,11 +314,16 @@ class _NodeBuilders:
         """
         self._check_valid()
         gdef = _require_definition(child, "child")
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddChildGraphNode(out, self._gdef._graph, deps, n, gdef._graph))
-        self._gdef._box.keep(gdef._box.snapshot())
-        return _CLASSES["ChildGraphNode"]._make(self._gdef, out[0])
+        c_graph = self._gdef._graph
+        c_node = self._add(
+            (), lambda out, g, deps, n: lib.cuGraphAddChildGraphNode(out, g, deps, n, gdef._graph)
+        )
+        try:
+            _adopt_embedded(self._gdef._box, c_graph, c_node, gdef._box, gdef._graph)
+        except BaseException:
+            lib.cuGraphDestroyNode(c_node)
+            raise
+        return _CLASSES["ChildGraphNode"]._make(self._gdef, c_node)
 
     def record(self, event):
         """Add a node recording ``event``.
@@ -328,14 +333,13 @@ class _NodeBuilders:
         EventRecordNode
         """
         self._check_valid()
-        _require_event(event)
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddEventRecordNode(out, self._gdef._graph, deps, n, event._handle))
-        self._gdef._box.keep(event)
-        node = _CLASSES["EventRecordNode"]._make(self._gdef, out[0])
-        node._event = event
-        return node
+        claim = _require_event(event)
+        c_event = event._handle
+        c_node = self._add(
+            (claim,),
+            lambda out, g, deps, n: lib.cuGraphAddEventRecordNode(out, g, deps, n, c_event),
+        )
+        return _CLASSES["EventRecordNode"]._make(self._gdef, c_node, event=event)
 
     def wait(self, event):
         """Add a node waiting for ``event``.
@@ -345,14 +349,12 @@ class _NodeBuilders:
         EventWaitNode
         """
         self._check_valid()
-        _require_event(event)
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddEventWaitNode(out, self._gdef._graph, deps, n, event._handle))
-        self._gdef._box.keep(event)
-        node = _CLASSES["EventWaitNode"]._make(self._gdef, out[0])
-        node._event = event
-        return node
+        claim = _require_event(event)
+        c_event = event._handle
+        c_node = self._add(
+            (claim,), lambda out, g, deps, n: lib.cuGraphAddEventWaitNode(out, g, deps, n, c_event)
+        )
+        return _CLASSES["EventWaitNode"]._make(self._gdef, c_node, event=event)
 
     def callback(self, fn, *, user_data=None):
         """Add a host node: ``fn`` runs on the CPU when the graph reaches it.
@@ -383,13 +385,10 @@ class _NodeBuilders:
         params = ffi.new("CUDA_HOST_NODE_PARAMS *")
         params.fn = cb.c_fn
         params.userData = cb.c_data
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddHostNode(out, self._gdef._graph, deps, n, params))
-        self._gdef._box.keep(*cb.owners)
-        node = _CLASSES["HostCallbackNode"]._make(self._gdef, out[0])
-        node._callback = cb.callable
-        return node
+        c_node = self._add(
+            cb.owners, lambda out, g, deps, n: lib.cuGraphAddHostNode(out, g, deps, n, params)
+        )
+        return _CLASSES["HostCallbackNode"]._make(self._gdef, c_node, callback=cb.callable)
 
     def if_then(self, condition):
         """Add an ``if`` node; its body (:attr:`IfNode.then`) runs when ``condition`` != 0.
@@ -434,6 +433,28 @@ class _NodeBuilders:
     # ------------------------------------------------------------------
     # Private helpers.
 
+    def _add(self, owners, add):
+        """Add a node depending on this one and attach ``owners`` to it; return the node.
+
+        ``add(out, c_graph, deps, count)`` calls the driver.  The owners are
+        attached to the graph first, so that the node never exists without
+        them; if adding fails, the attachment is released again.
+        """
+        drain()
+        gdef = self._gdef
+        c_graph = gdef._graph
+        uo = prepare(c_graph, owners) if owners else None
+        out = _node_out()
+        deps, n = self._deps()
+        status = add(out, c_graph, deps, n)
+        if status:
+            if uo is not None:
+                release(c_graph, uo)
+            check(status)
+        c_node = out[0]
+        gdef._box.commit(c_graph, c_node, uo)
+        return c_node
+
     def _deps(self):
         """Return ``(dependencies pointer, count)`` for a node depending on this one."""
         if self._node is None:
@@ -450,25 +471,37 @@ class _NodeBuilders:
                 "condition must be a GraphCondition (from create_condition()), got "
                 f"{type(condition).__name__}"
             )
-        _require_driver(min_driver, "this conditional node")
+        # As in cuda.core, no driver version check here: an old driver refuses the node.
         c_type = {
             GraphConditionalType.IF: lib.CU_GRAPH_COND_TYPE_IF,
             GraphConditionalType.WHILE: lib.CU_GRAPH_COND_TYPE_WHILE,
             GraphConditionalType.SWITCH: lib.CU_GRAPH_COND_TYPE_SWITCH,
         }[kind]
         params = _conditional_params(condition, c_type, size, _ctx())
-        out = _node_out()
-        deps, n = self._deps()
-        check(lib.cuGraphAddNode(out, self._gdef._graph, deps, n, params))
-        node = _CLASSES[name]._make(self._gdef, out[0])
+        c_graph = self._gdef._graph
+        c_node = self._add((), lambda out, g, deps, n: lib.cuGraphAddNode(out, g, deps, n, params))
+        node = _CLASSES[name]._make(self._gdef, c_node, condition=condition, cond_type=kind)
         box = self._gdef._box
-        node._condition = condition
-        node._cond_type = kind
+        bodies = [params.conditional.phGraph_out[i] for i in range(size)]
+        for body in bodies:
+            box.add_child(c_graph, c_node, body)
         node._branches = tuple(
-            _CLASSES["GraphDefinition"]._view(params.conditional.phGraph_out[i], box, node)
-            for i in range(size)
+            _CLASSES["GraphDefinition"]._view(body, box, node) for body in bodies
         )
         return node
+
+
+def _adopt_embedded(box, c_graph, c_node, source_box, c_source):
+    """Record the graph embedded in child node ``c_node`` and map its attachments.
+
+    CUDA cloned ``c_source`` (of hierarchy ``source_box``) into the node,
+    with the references its nodes hold; this makes the copy's nodes known
+    to ``box`` (see :meth:`GraphBox.copy_maps`).
+    """
+    out = ffi.new("CUgraph *")
+    check(lib.cuGraphChildGraphNodeGetGraph(c_node, out))
+    box.add_child(c_graph, c_node, out[0])
+    box.copy_maps(out[0], source_box, c_source)
 
 
 def _require_definition(value, what):

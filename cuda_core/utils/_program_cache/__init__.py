@@ -11,6 +11,7 @@ processes may share.
 
 from __future__ import annotations
 
+from cuda_core._program import _register_cache_support
 from cuda_core.utils._program_cache._file_stream import *  # noqa: F403
 from cuda_core.utils._program_cache._file_stream import __all__ as _file_stream_all
 from cuda_core.utils._program_cache._in_memory import *  # noqa: F403
@@ -21,3 +22,7 @@ from cuda_core.utils._program_cache._resource import *  # noqa: F403
 from cuda_core.utils._program_cache._resource import __all__ as _resource_all
 
 __all__ = [*_file_stream_all, *_in_memory_all, *_keys_all, *_resource_all]
+
+# Program.compile(cache=...) sits below this package: hand it the cache type
+# and the key builder.
+_register_cache_support(ProgramCacheResource, make_program_cache_key)  # noqa: F405

@@ -21,8 +21,8 @@ class ProgramCacheResource(abc.ABC):
     A ``str`` key is the same entry as its UTF-8 encoding.  Values may be
     written as ``bytes``, ``bytearray``, ``memoryview`` or an
     :class:`~cuda_core.ObjectCode` (whose code is stored; a path-backed one is
-    read at write time); they are read back as ``bytes``.  Symbol mappings of
-    name expressions are not stored.
+    read at write time); they are read back as ``bytes``, unvalidated.
+    Symbol mappings of name expressions are not stored.
 
     There is deliberately no ``__contains__``: between ``key in cache`` and
     ``cache[key]`` another process may evict or replace the entry.  Use
@@ -90,6 +90,7 @@ class ProgramCacheResource(abc.ABC):
 
 
 def _check_max_size(value):
+    """The in-memory cache's bound: a positive int (not a bool) or None."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -114,6 +115,11 @@ def _value_bytes(value):
     if isinstance(value, ObjectCode):
         code = value.code
         if isinstance(code, str):
-            return Path(code).read_bytes()
+            try:
+                return Path(code).read_bytes()
+            except FileNotFoundError:
+                raise FileNotFoundError(
+                    f"cannot store path-backed ObjectCode in cache: {code} no longer exists"
+                ) from None
         return bytes(code)
     raise TypeError(f"cache values must be bytes-like or ObjectCode, got {type(value).__name__}")

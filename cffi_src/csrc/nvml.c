@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* NVML helpers of cuda_core.system (declared in cdefs/cuda_core.h).
+
+   cc_use_c_locale / cc_restore_locale: on WSL, NVML garbles process names
+   under a non-"C" locale; cuda_core.system.get_process_name runs its NVML
+   calls with the calling thread pinned to the "C" locale (uselocale is
+   per thread, so other threads are unaffected). */
+#include <locale.h>
+#include <stdlib.h>
+
+typedef struct {
+    locale_t c_locale;
+    locale_t previous;
+} cc_locale_swap_t;
+
+void *cc_use_c_locale(void) {
+    cc_locale_swap_t *s = (cc_locale_swap_t *)malloc(sizeof *s);
+    if (s == NULL) return NULL;
+    s->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (s->c_locale == (locale_t)0) {
+        free(s);
+        return NULL;
+    }
+    s->previous = uselocale(s->c_locale);
+    return s;
+}
+
+void cc_restore_locale(void *saved) {
+    cc_locale_swap_t *s = (cc_locale_swap_t *)saved;
+    if (s == NULL) return;
+    uselocale(s->previous);
+    freelocale(s->c_locale);
+    free(s);
+}
+
+/* In a child created by fork() after the parent loaded NVML, cuda_core.system
+   calls this (from os.register_at_fork): every NVML entry point goes back to
+   NULL, so each wrapper returns CC_MISSING_SYMBOL at once and the error layer
+   raises its fork() error instead of letting NVML run on the parent's state. */
+void cc_nvml_forget(void) {
+    cc_forget_nvml();
+}

@@ -1,0 +1,335 @@
+# SPDX-License-Identifier: Apache-2.0
+"""OpenGL interop: :class:`GraphicsResource`, a GL buffer or image registered with CUDA.
+
+Registration (``cuGraphicsGLRegisterBuffer``/``Image``) needs the OpenGL
+context that owns the object to be current on the calling thread; cuda_core
+creates no GL context itself.  :meth:`GraphicsResource.map` maps the
+resource on a stream and returns a :class:`~cuda_core.Buffer` over the
+mapped device memory: closing that buffer (or :meth:`GraphicsResource.unmap`)
+unmaps it, ordered on a stream, and the mapped pointer is valid only until
+then.
+"""
+
+from __future__ import annotations
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check, in_forked_child, warn_cuda
+from cuda_core._memory import Buffer, MemoryResource
+from cuda_core._stream import _as_open_stream
+from cuda_core._utils import as_int_handle
+
+__all__ = ["GraphicsResource"]
+
+_REGISTER_FLAGS = {
+    "none": lib.CU_GRAPHICS_REGISTER_FLAGS_NONE,
+    "read_only": lib.CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY,
+    "write_discard": lib.CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD,
+    "surface_load_store": lib.CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST,
+    "texture_gather": lib.CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER,
+}
+
+
+class GraphicsResource:
+    """An OpenGL buffer or image registered for access from CUDA.
+
+    Create one with :meth:`from_gl_buffer` or :meth:`from_gl_image` while
+    the GL context owning the object is current.  :meth:`map` gives a
+    :class:`~cuda_core.Buffer` over the GL memory; closing it unmaps.
+
+    Used in a ``with`` statement the resource is closed (unregistered) on
+    exit; if it was created with ``stream=`` it is also mapped on entry and
+    the ``with`` target is the mapped Buffer.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = ("_handle", "_h", "_closed", "_mapped", "_cm_stream", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "GraphicsResource objects cannot be instantiated directly. "
+            "Use GraphicsResource.from_gl_buffer() or GraphicsResource.from_gl_image()."
+        )
+
+    @classmethod
+    def _register(cls, register, flags, cm_stream):
+        c_flags = _parse_register_flags(flags)
+        out = ffi.new("CUgraphicsResource *")
+        check(register(out, c_flags))
+        self = object.__new__(cls)
+        self._handle = out[0]
+        self._h = as_int_handle(out[0])
+        self._closed = False
+        self._mapped = None
+        self._cm_stream = cm_stream
+        return self
+
+    def __del__(self):
+        # Safety net only: close() (or ``with``) is the lifetime tool.
+        try:
+            closed = self._closed
+        except AttributeError:
+            return
+        if not closed and not in_forked_child():
+            self._closed = True
+            status = lib.cuGraphicsUnregisterResource(self._handle)
+            if status:
+                warn_cuda("cuGraphicsUnregisterResource (GraphicsResource finalizer)", status)
+
+    def __enter__(self):
+        if self._cm_stream is None:
+            return self
+        return self.map(stream=self._cm_stream)
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = " mapped" if self.is_mapped else ""
+        state += " closed" if self._closed else ""
+        return f"<GraphicsResource handle={self.handle:#x}{state}>"
+
+    @classmethod
+    def from_gl_buffer(cls, gl_buffer, *, flags=None, stream=None):
+        """Register the OpenGL buffer object ``gl_buffer`` for CUDA access.
+
+        Parameters
+        ----------
+        gl_buffer : int
+            The GL buffer name (``GLuint``).
+        flags : str or sequence of str, optional
+            Intended use: ``"none"``, ``"read_only"``, ``"write_discard"``,
+            ``"surface_load_store"``, ``"texture_gather"``; a sequence
+            combines them.  None means no flags.
+        stream : Stream, optional
+            Keyword-only: when given, ``with`` maps the resource on this
+            stream on entry and yields the mapped Buffer.
+
+        Returns
+        -------
+        GraphicsResource
+
+        Raises
+        ------
+        ValueError
+            For an unknown flag.
+        CUDAError
+            If registration fails (e.g. no current GL context, an invalid
+            buffer name, or an operating system error).
+        """
+        c_buffer = _as_gl_name(gl_buffer, "gl_buffer")
+        return cls._register(
+            lambda out, c_flags: lib.cuGraphicsGLRegisterBuffer(out, c_buffer, c_flags),
+            flags,
+            stream,
+        )
+
+    @classmethod
+    def from_gl_image(cls, image, target, *, flags=None):
+        """Register an OpenGL texture or renderbuffer for CUDA access.
+
+        Parameters
+        ----------
+        image : int
+            The GL texture or renderbuffer name (``GLuint``).
+        target : int
+            Its GL target, e.g. ``GL_TEXTURE_2D`` (0x0DE1) or
+            ``GL_RENDERBUFFER``.
+        flags : str or sequence of str, optional
+            As for :meth:`from_gl_buffer`.
+
+        Returns
+        -------
+        GraphicsResource
+
+        Raises
+        ------
+        ValueError
+            For an unknown flag.
+        CUDAError
+            If registration fails.
+        """
+        c_image = _as_gl_name(image, "image")
+        c_target = _as_gl_name(target, "target")
+        return cls._register(
+            lambda out, c_flags: lib.cuGraphicsGLRegisterImage(out, c_image, c_target, c_flags),
+            flags,
+            None,
+        )
+
+    def map(self, *, stream):
+        """Map the resource for CUDA access, ordered on ``stream``.
+
+        Parameters
+        ----------
+        stream : Stream
+            Keyword-only and required (pass ``device.default_stream`` for the
+            default stream).
+
+        Returns
+        -------
+        Buffer
+            Over the mapped memory.  Closing it (also by ``with``) unmaps
+            the resource on the mapping stream, or on the stream given to
+            :meth:`Buffer.close <cuda_core.Buffer.close>`.
+
+        Raises
+        ------
+        RuntimeError
+            If the resource is closed or already mapped.
+        CUDAError
+            If mapping fails (for an image, which has no linear pointer:
+            ``CUDA_ERROR_NOT_MAPPED_AS_POINTER``).
+        """
+        self._check_open()
+        if self._mapped_buffer() is not None:
+            raise RuntimeError("GraphicsResource is already mapped")
+        s = _as_open_stream(stream)
+        res = ffi.new("CUgraphicsResource *", self._handle)
+        check(lib.cuGraphicsMapResources(1, res, s._handle), "cuGraphicsMapResources")
+        ptr = ffi.new("CUdeviceptr *")
+        size = ffi.new("size_t *")
+        status = lib.cuGraphicsResourceGetMappedPointer_v2(ptr, size, self._handle)
+        if status:
+            lib.cuGraphicsUnmapResources(1, res, s._handle)
+            check(status, "cuGraphicsResourceGetMappedPointer")
+        buf = Buffer.from_handle(int(ptr[0]), int(size[0]), mr=_MappedGraphics(self), stream=s)
+        self._mapped = buf
+        return buf
+
+    def unmap(self, *, stream=None):
+        """Unmap the resource (closes the Buffer :meth:`map` returned).
+
+        Parameters
+        ----------
+        stream : Stream, optional
+            Keyword-only: the stream that orders the unmap; by default the
+            mapping stream.
+
+        Raises
+        ------
+        RuntimeError
+            If the resource is closed or not mapped.
+        """
+        self._check_open()
+        buf = self._mapped_buffer()
+        if buf is None:
+            raise RuntimeError("GraphicsResource is not mapped")
+        buf.close(stream=stream)
+        self._mapped = None
+
+    def close(self, stream=None):
+        """Unregister the resource, unmapping it first if it is mapped.
+
+        Parameters
+        ----------
+        stream : Stream, optional
+            The stream that orders the unmap, if there is one to do.
+
+        Idempotent.  Afterwards :attr:`handle` is 0.
+        """
+        if self._closed:
+            return
+        buf = self._mapped_buffer()
+        if buf is not None:
+            buf.close(stream=stream)
+            self._mapped = None
+        self._closed = True
+        self._cm_stream = None
+        status = lib.cuGraphicsUnregisterResource(self._handle)
+        if status:
+            check(status, "cuGraphicsUnregisterResource")
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("GraphicsResource has been closed")
+
+    def _mapped_buffer(self):
+        buf = self._mapped
+        if buf is not None and buf.is_closed:
+            self._mapped = buf = None
+        return buf
+
+    @property
+    def is_mapped(self):
+        """bool: Whether the resource is mapped (its Buffer is open)."""
+        return self._mapped_buffer() is not None
+
+    @property
+    def handle(self):
+        """int: The ``CUgraphicsResource`` address (0 once closed)."""
+        return 0 if self._closed else self._h
+
+    @property
+    def resource_handle(self):
+        """int: The same as :attr:`handle`."""
+        return self.handle
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return self._closed
+
+
+class _MappedGraphics(MemoryResource):
+    """The "memory resource" of a mapped GraphicsResource's Buffer: freeing it unmaps."""
+
+    def __init__(self, resource):
+        self._resource = resource  # keeps the registration alive while mapped
+        self._device_id = None
+
+    def allocate(self, size, *, stream):
+        raise RuntimeError("a mapped graphics resource cannot allocate memory")
+
+    def deallocate(self, ptr, size, *, stream):
+        resource = self._resource
+        if resource._closed:
+            return
+        res = ffi.new("CUgraphicsResource *", resource._handle)
+        c_stream = ffi.NULL if stream is None else _as_open_stream(stream)._handle
+        check(lib.cuGraphicsUnmapResources(1, res, c_stream), "cuGraphicsUnmapResources")
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return False
+
+    @property
+    def device_id(self):
+        if self._device_id is None:
+            out = ffi.new("CUdevice *")
+            check(lib.cuCtxGetDevice(out))
+            self._device_id = int(out[0])
+        return self._device_id
+
+
+def _parse_register_flags(flags):
+    """Return the ``CU_GRAPHICS_REGISTER_FLAGS_*`` bits for ``flags`` (a str or a sequence)."""
+    if flags is None:
+        return 0
+    if isinstance(flags, str):
+        flags = (flags,)
+    result = 0
+    for flag in flags:
+        try:
+            result |= _REGISTER_FLAGS[flag]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"Unknown register flag {flag!r}. Valid flags: {', '.join(sorted(_REGISTER_FLAGS))}"
+            ) from None
+    return result
+
+
+def _as_gl_name(value, what):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 <= value < 2**32:
+        raise ValueError(f"{what} must be in [0, 2**32), got {value}")
+    return value

@@ -1,0 +1,578 @@
+# SPDX-License-Identifier: Apache-2.0
+"""TMA tensor maps: :class:`TensorMapDescriptor` and :class:`TensorMapDescriptorOptions`.
+
+A tensor map (``CUtensorMap``, 128 opaque bytes) tells the Tensor Memory
+Accelerator of Hopper and later GPUs (compute capability 9.0+) how a tensor
+in global memory is laid out and which box (tile) one bulk copy moves to or
+from shared memory.  Descriptors are made by
+:meth:`StridedMemoryView.as_tensor_map <cuda_core.utils.StridedMemoryView.as_tensor_map>`
+(tiled) or the private ``_from_im2col``/``_from_im2col_wide`` factories, and
+passed to :func:`~cuda_core.launch` by value for a ``const __grid_constant__
+CUtensorMap`` parameter.
+
+Shapes, box sizes and strides are given in the tensor's (row-major) order;
+the driver's arrays are innermost-first, so they are reversed here.  The
+descriptor keeps the viewed object alive.
+
+This module sits below :mod:`cuda_core.utils`: the view class it builds
+views with (for :meth:`TensorMapDescriptor.replace_address`) is registered in
+:data:`VIEW_TYPE` by ``cuda_core.utils._memoryview``, and the Device class
+in :data:`DEVICE_TYPE` by ``cuda_core._device``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuda_core._context import _current_ctx
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._memory._dlpack import DLDeviceType
+from cuda_core._tensor_map_types import (  # noqa: F401 - the enums are re-exported here
+    _DATA_TYPE_SIZE,
+    _NUMPY_DTYPE_TO_TMA,
+    _SWIZZLE_SPAN,
+    TensorMapDataType,
+    TensorMapIm2ColWideMode,
+    TensorMapInterleave,
+    TensorMapL2Promotion,
+    TensorMapOOBFill,
+    TensorMapSwizzle,
+    _check_enums,
+    _int_tuple,
+    _normalize_data_type,
+    _require_enum,
+    _resolve_data_type,
+)
+from cuda_core._utils import as_int_handle, check_or_create_options
+
+__all__ = ["TensorMapDescriptor", "TensorMapDescriptorOptions"]
+
+#: [StridedMemoryView], registered by cuda_core.utils._memoryview.
+VIEW_TYPE = []
+#: [Device], registered by cuda_core._device.
+DEVICE_TYPE = []
+#: Class attribute read by ``launch``: pass ``_karg`` (bytes) by value, with
+#: this (size, alignment) (see ``cuda_core._launcher``).
+KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
+_MAP_SIZE = 128
+_MAP_ALIGN = 128  # CUDA 13 declares CUtensorMap alignas(128) (12.x: 64)
+_kDLCUDA = int(DLDeviceType.kDLCUDA)
+
+
+@dataclass
+class TensorMapDescriptorOptions:
+    """Options of a tiled tensor map (:meth:`StridedMemoryView.as_tensor_map`).
+
+    Attributes
+    ----------
+    box_dim : tuple of int
+        The box (tile) size in elements, one entry per tensor dimension
+        (row-major order), each in ``[1, 256]``.
+    element_strides : tuple of int, optional
+        Traversal stride per dimension, each in ``[1, 8]``; default all 1.
+    data_type : numpy.dtype, dtype-like or TensorMapDataType, optional
+        The element type; default: the tensor's dtype.
+    interleave : TensorMapInterleave
+        Default ``NONE``.
+    swizzle : TensorMapSwizzle
+        Default ``NONE``.
+    l2_promotion : TensorMapL2Promotion
+        Default ``NONE``.
+    oob_fill : TensorMapOOBFill
+        Default ``NONE`` (zeros).
+
+    Raises
+    ------
+    TypeError
+        For a box or stride that is not a sequence of ints, a data type that
+        is neither a dtype nor a TensorMapDataType, or an option that is not
+        a member of its enumeration.
+    """
+
+    box_dim: tuple
+    element_strides: tuple = None
+    data_type: object = None
+    interleave: TensorMapInterleave = TensorMapInterleave.NONE
+    swizzle: TensorMapSwizzle = TensorMapSwizzle.NONE
+    l2_promotion: TensorMapL2Promotion = TensorMapL2Promotion.NONE
+    oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE
+
+    def __post_init__(self):
+        self.box_dim = _int_tuple("box_dim", self.box_dim)
+        if self.element_strides is not None:
+            self.element_strides = _int_tuple("element_strides", self.element_strides)
+        self.data_type = _normalize_data_type(self.data_type)
+        self.interleave = _require_enum("interleave", self.interleave, TensorMapInterleave)
+        self.swizzle = _require_enum("swizzle", self.swizzle, TensorMapSwizzle)
+        self.l2_promotion = _require_enum("l2_promotion", self.l2_promotion, TensorMapL2Promotion)
+        self.oob_fill = _require_enum("oob_fill", self.oob_fill, TensorMapOOBFill)
+
+
+class TensorMapDescriptor:
+    """A TMA tensor map (``CUtensorMap``) for bulk tensor copies on compute capability 9.0+.
+
+    Made by :meth:`StridedMemoryView.as_tensor_map
+    <cuda_core.utils.StridedMemoryView.as_tensor_map>`; pass it to
+    :func:`~cuda_core.launch` for a ``const __grid_constant__ CUtensorMap``
+    parameter (128 bytes, by value).  It keeps the viewed tensor alive;
+    :meth:`replace_address` points it at another tensor of the same layout.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = (
+        "_storage",
+        "_map",
+        "_karg",
+        "_source_ref",
+        "_view_ref",
+        "_context",
+        "_device_id",
+        "_repr_info",
+    )
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "TensorMapDescriptor cannot be instantiated directly. "
+            "Use StridedMemoryView.as_tensor_map() instead."
+        )
+
+    def __repr__(self):
+        info = self._repr_info
+        return (
+            f"TensorMapDescriptor({info[0]}, rank={info[1]}, dtype={info[2].name}, "
+            f"swizzle={info[3].name})"
+        )
+
+    @classmethod
+    def _from_tiled(
+        cls,
+        view,
+        box_dim=None,
+        *,
+        options=None,
+        element_strides=None,
+        data_type=None,
+        interleave=TensorMapInterleave.NONE,
+        swizzle=TensorMapSwizzle.NONE,
+        l2_promotion=TensorMapL2Promotion.NONE,
+        oob_fill=TensorMapOOBFill.NONE,
+    ):
+        """Encode a tiled tensor map of ``view`` (see :class:`TensorMapDescriptorOptions`).
+
+        Raises
+        ------
+        TypeError
+            For options given both bundled and one by one, or no ``box_dim``.
+        ValueError
+            For memory the device cannot access, a pointer not 16-byte
+            aligned, a rank outside 1..5, box dims outside ``[1, 256]`` or of
+            the wrong count, an unsupported dtype, or a layout TMA cannot
+            describe (innermost dimension not contiguous, strides not
+            multiples of 16 bytes, an innermost box row not a multiple of 16
+            bytes or wider than the swizzle span).
+        RuntimeError
+            If no CUDA context is current.
+        CUDAError
+            If the driver rejects the descriptor.
+        """
+        opts = _coerce_options(
+            box_dim,
+            options,
+            element_strides,
+            data_type,
+            interleave,
+            swizzle,
+            l2_promotion,
+            oob_fill,
+        )
+        self, dims, strides, elem = _begin(
+            cls, view, opts.data_type, "TensorMapDescriptor._from_tiled"
+        )
+        rank = len(dims)
+        if not 1 <= rank <= 5:
+            raise ValueError(f"Tensor rank must be between 1 and 5, got {rank}")
+        box = opts.box_dim
+        if len(box) != rank:
+            raise ValueError(
+                f"box_dim must have {rank} elements (same as tensor rank), got {len(box)}"
+            )
+        for i, b in enumerate(box):
+            if not 1 <= b <= 256:
+                raise ValueError(f"box_dim[{i}] must be in [1, 256], got {b}")
+        estrides = _element_strides(opts.element_strides, rank)
+        if opts.interleave == TensorMapInterleave.NONE:
+            row = box[-1] * _DATA_TYPE_SIZE[self._repr_info[2]]
+            if row % 16:
+                raise ValueError(
+                    f"box_dim[{rank - 1}] * element size ({row} bytes) must be a multiple of "
+                    "16 bytes"
+                )
+            span = _SWIZZLE_SPAN.get(opts.swizzle)
+            if span is not None and row > span:
+                raise ValueError(
+                    f"box_dim[{rank - 1}] * element size ({row} bytes) must not exceed the "
+                    f"swizzle span ({span} bytes)"
+                )
+        c_dims, c_strides = _driver_layout(dims, strides)
+        c_box = ffi.new("cuuint32_t[]", list(reversed(box)))
+        status = lib.cuTensorMapEncodeTiled(
+            self._map,
+            self._repr_info[2],
+            rank,
+            ffi.cast("void *", self._view_ref.ptr),
+            c_dims,
+            c_strides,
+            c_box,
+            ffi.new("cuuint32_t[]", list(reversed(estrides))),
+            opts.interleave,
+            opts.swizzle,
+            opts.l2_promotion,
+            opts.oob_fill,
+        )
+        check(status, "cuTensorMapEncodeTiled")
+        return _finish(self, "tiled", opts.swizzle)
+
+    @classmethod
+    def _from_im2col(
+        cls,
+        view,
+        pixel_box_lower_corner,
+        pixel_box_upper_corner,
+        channels_per_pixel,
+        pixels_per_column,
+        *,
+        element_strides=None,
+        data_type=None,
+        interleave=TensorMapInterleave.NONE,
+        swizzle=TensorMapSwizzle.NONE,
+        l2_promotion=TensorMapL2Promotion.NONE,
+        oob_fill=TensorMapOOBFill.NONE,
+    ):
+        """Encode an im2col tensor map of ``view`` (rank 3 to 5, channels innermost).
+
+        ``pixel_box_lower_corner``/``pixel_box_upper_corner`` give one offset
+        per spatial dimension (rank - 2 of them, row-major order).
+
+        Raises
+        ------
+        ValueError
+            For a rank outside 3..5, corners of the wrong length, or the
+            view problems of :meth:`_from_tiled`.
+        """
+        _check_enums(interleave, swizzle, l2_promotion, oob_fill)
+        self, dims, strides, _ = _begin(
+            cls, view, _normalize_data_type(data_type), "TensorMapDescriptor._from_im2col"
+        )
+        rank = len(dims)
+        if not 3 <= rank <= 5:
+            raise ValueError(f"Im2col tensor rank must be between 3 and 5, got {rank}")
+        spatial = rank - 2
+        lower = _int_tuple("pixel_box_lower_corner", pixel_box_lower_corner)
+        upper = _int_tuple("pixel_box_upper_corner", pixel_box_upper_corner)
+        if len(lower) != spatial:
+            raise ValueError(
+                f"pixel_box_lower_corner must have {spatial} elements (rank - 2), got {len(lower)}"
+            )
+        if len(upper) != spatial:
+            raise ValueError(
+                f"pixel_box_upper_corner must have {spatial} elements (rank - 2), got {len(upper)}"
+            )
+        estrides = _element_strides(
+            None if element_strides is None else _int_tuple("element_strides", element_strides),
+            rank,
+        )
+        c_dims, c_strides = _driver_layout(dims, strides)
+        status = lib.cuTensorMapEncodeIm2col(
+            self._map,
+            self._repr_info[2],
+            rank,
+            ffi.cast("void *", self._view_ref.ptr),
+            c_dims,
+            c_strides,
+            ffi.new("int[]", list(reversed(lower))),
+            ffi.new("int[]", list(reversed(upper))),
+            channels_per_pixel,
+            pixels_per_column,
+            ffi.new("cuuint32_t[]", list(reversed(estrides))),
+            interleave,
+            swizzle,
+            l2_promotion,
+            oob_fill,
+        )
+        check(status, "cuTensorMapEncodeIm2col")
+        return _finish(self, "im2col", swizzle)
+
+    @classmethod
+    def _from_im2col_wide(
+        cls,
+        view,
+        pixel_box_lower_corner_width,
+        pixel_box_upper_corner_width,
+        channels_per_pixel,
+        pixels_per_column,
+        *,
+        element_strides=None,
+        data_type=None,
+        interleave=TensorMapInterleave.NONE,
+        mode=TensorMapIm2ColWideMode.W,
+        swizzle=TensorMapSwizzle.SWIZZLE_128B,
+        l2_promotion=TensorMapL2Promotion.NONE,
+        oob_fill=TensorMapOOBFill.NONE,
+    ):
+        """Encode an im2col-wide tensor map (rank 3 to 5; compute capability 10.0+).
+
+        Loads run along the W dimension only: the corners are single offsets.
+
+        Raises
+        ------
+        ValueError
+            For a rank outside 3..5, or the view problems of :meth:`_from_tiled`.
+        CUDAError
+            If the driver lacks ``cuTensorMapEncodeIm2colWide`` (CUDA < 12.8)
+            or rejects the descriptor.
+        """
+        _check_enums(interleave, swizzle, l2_promotion, oob_fill)
+        mode = _require_enum("mode", mode, TensorMapIm2ColWideMode)
+        self, dims, strides, _ = _begin(
+            cls, view, _normalize_data_type(data_type), "TensorMapDescriptor._from_im2col_wide"
+        )
+        rank = len(dims)
+        if not 3 <= rank <= 5:
+            raise ValueError(f"Im2col-wide tensor rank must be between 3 and 5, got {rank}")
+        estrides = _element_strides(
+            None if element_strides is None else _int_tuple("element_strides", element_strides),
+            rank,
+        )
+        c_dims, c_strides = _driver_layout(dims, strides)
+        status = lib.cuTensorMapEncodeIm2colWide(
+            self._map,
+            self._repr_info[2],
+            rank,
+            ffi.cast("void *", self._view_ref.ptr),
+            c_dims,
+            c_strides,
+            pixel_box_lower_corner_width,
+            pixel_box_upper_corner_width,
+            channels_per_pixel,
+            pixels_per_column,
+            ffi.new("cuuint32_t[]", list(reversed(estrides))),
+            interleave,
+            mode,
+            swizzle,
+            l2_promotion,
+            oob_fill,
+        )
+        check(status, "cuTensorMapEncodeIm2colWide")
+        return _finish(self, "im2col_wide", swizzle)
+
+    def replace_address(self, tensor):
+        """Point the tensor map at ``tensor``'s memory (same layout assumed).
+
+        Parameters
+        ----------
+        tensor : StridedMemoryView or object with DLPack / ``__cuda_array_interface__``
+            Device-accessible memory, 16-byte aligned, on the descriptor's
+            device.  The descriptor keeps it alive (and lets the old one go).
+
+        Raises
+        ------
+        ValueError
+            For memory the device cannot access, a misaligned pointer or a
+            tensor on another device.
+        RuntimeError
+            If the current context is not the one the descriptor was made in.
+        """
+        ctx = _current_context_address()
+        if ctx != self._context:
+            raise RuntimeError("TensorMapDescriptor was created in a different CUDA context")
+        view = tensor if isinstance(tensor, VIEW_TYPE[0]) else _view_of(tensor)
+        _check_view(view)
+        _require_view_device(view, self._device_id, "replace_address")
+        status = lib.cuTensorMapReplaceAddress(self._map, ffi.cast("void *", view.ptr))
+        check(status, "cuTensorMapReplaceAddress")
+        self._karg = bytes(ffi.buffer(self._map, _MAP_SIZE))
+        self._source_ref = view.exporting_obj
+        self._view_ref = view
+
+    @property
+    def device(self):
+        """Device: The device the descriptor was made for."""
+        return DEVICE_TYPE[0](self._device_id)
+
+
+setattr(TensorMapDescriptor, KERNEL_ARG_MARKER, (_MAP_SIZE, 64))
+
+
+def tiled_from_view(view, box_dim, options, **kwargs):
+    """``StridedMemoryView.as_tensor_map``: None enumeration arguments mean NONE."""
+    defaults = {
+        "interleave": TensorMapInterleave.NONE,
+        "swizzle": TensorMapSwizzle.NONE,
+        "l2_promotion": TensorMapL2Promotion.NONE,
+        "oob_fill": TensorMapOOBFill.NONE,
+    }
+    for name, default in defaults.items():
+        if kwargs[name] is None:
+            kwargs[name] = default
+    return TensorMapDescriptor._from_tiled(view, box_dim, options=options, **kwargs)
+
+
+# --------------------------------------------------------------------------
+# Helpers.
+# --------------------------------------------------------------------------
+def _coerce_options(box_dim, options, element_strides, data_type, interleave, swizzle, l2, oob):
+    if options is not None:
+        if (
+            box_dim is not None
+            or element_strides is not None
+            or data_type is not None
+            or interleave != TensorMapInterleave.NONE
+            or swizzle != TensorMapSwizzle.NONE
+            or l2 != TensorMapL2Promotion.NONE
+            or oob != TensorMapOOBFill.NONE
+        ):
+            raise TypeError(
+                "Specify either options or the individual tensor map arguments, not both"
+            )
+        return check_or_create_options(
+            TensorMapDescriptorOptions, options, "Tensor map descriptor options"
+        )
+    if box_dim is None:
+        raise TypeError("box_dim is required unless options is provided")
+    return TensorMapDescriptorOptions(
+        box_dim=box_dim,
+        element_strides=element_strides,
+        data_type=data_type,
+        interleave=interleave,
+        swizzle=swizzle,
+        l2_promotion=l2,
+        oob_fill=oob,
+    )
+
+
+def _begin(cls, view, data_type, operation):
+    """Check ``view``; return (descriptor, dims, byte strides, element size).
+
+    ``dims`` and ``strides`` are row-major, in elements of the tensor map's
+    data type and in bytes; the innermost dimension is contiguous.
+    """
+    _check_view(view)
+    c_ctx = _current_ctx()
+    if c_ctx == ffi.NULL:
+        raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
+    dev = ffi.new("CUdevice *")
+    check(lib.cuCtxGetDevice(dev), "cuCtxGetDevice")
+    device_id = int(dev[0])
+    _require_view_device(view, device_id, operation)
+    dtype = _resolve_data_type(view, data_type)
+    elem = _DATA_TYPE_SIZE[dtype]
+    dims, strides = _byte_layout(view, elem)
+    self = object.__new__(cls)
+    self._storage = ffi.new("char[]", _MAP_SIZE + _MAP_ALIGN)
+    base = as_int_handle(self._storage)
+    self._map = ffi.cast("CUtensorMap *", base + (-base) % _MAP_ALIGN)
+    self._source_ref = view.exporting_obj
+    self._view_ref = view
+    self._context = as_int_handle(c_ctx)
+    self._device_id = device_id
+    self._repr_info = [None, len(dims), dtype, None]
+    return self, dims, strides, elem
+
+
+def _finish(self, method, swizzle):
+    self._karg = bytes(ffi.buffer(self._map, _MAP_SIZE))
+    self._repr_info[0] = method
+    self._repr_info[3] = swizzle
+    self._repr_info = tuple(self._repr_info)
+    return self
+
+
+def _check_view(view):
+    if not view.is_device_accessible:
+        raise ValueError("The tensor must be device-accessible")
+    if view.ptr % 16:
+        raise ValueError(
+            f"Global memory address must be 16-byte aligned, got address 0x{view.ptr:x}"
+        )
+
+
+def _require_view_device(view, expected_device_id, operation):
+    """Reject a tensor in another device's memory (host and managed memory pass)."""
+    device_type, device_id = view.__dlpack_device__()
+    if device_type == _kDLCUDA and device_id != expected_device_id:
+        raise ValueError(
+            f"{operation} expects tensor on device {expected_device_id}, got {device_id}"
+        )
+
+
+def _byte_layout(view, elem):
+    """Return (dims in data-type elements, byte strides), both row-major.
+
+    The view's strides count its own elements; a data type of another size
+    rescales the innermost extent (which must then hold whole elements).
+    """
+    shape = tuple(view.shape)
+    if not shape:
+        return (), ()
+    dtype = view.dtype
+    itemsize = dtype.itemsize if dtype is not None else elem
+    strides = view.strides
+    if strides is None:
+        strides = []
+        step = 1
+        for dim in reversed(shape):
+            strides.append(step)
+            step *= dim
+        strides = tuple(reversed(strides))
+    if shape[-1] != 1 and strides[-1] != 1:
+        raise ValueError(
+            f"the innermost dimension must be contiguous (stride 1), got stride {strides[-1]}"
+        )
+    byte_strides = tuple(s * itemsize for s in strides)
+    inner = shape[-1] * itemsize
+    if inner % elem:
+        raise ValueError(
+            f"the innermost extent ({inner} bytes) is not a whole number of {elem}-byte elements"
+        )
+    dims = shape[:-1] + (inner // elem,)
+    for i, (dim, stride) in enumerate(zip(dims[:-1], byte_strides[:-1])):
+        if dim > 1 and stride % 16:
+            raise ValueError(
+                f"the stride of dimension {i} ({stride} bytes) must be a multiple of 16 bytes"
+            )
+    return dims, byte_strides
+
+
+def _driver_layout(dims, byte_strides):
+    """Innermost-first ``globalDim`` and ``globalStrides`` (the rank - 1 outer strides)."""
+    c_dims = ffi.new("cuuint64_t[]", list(reversed(dims)))
+    outer = list(reversed(byte_strides[:-1]))
+    c_strides = ffi.new("cuuint64_t[]", outer or [0])
+    return c_dims, c_strides
+
+
+def _element_strides(element_strides, rank):
+    if element_strides is None:
+        return (1,) * rank
+    if len(element_strides) != rank:
+        raise ValueError(f"element_strides must have {rank} elements, got {len(element_strides)}")
+    for i, s in enumerate(element_strides):
+        if not 1 <= s <= 8:
+            raise ValueError(f"element_strides[{i}] must be in [1, 8], got {s}")
+    return element_strides
+
+
+def _current_context_address():
+    c_ctx = _current_ctx()
+    if c_ctx == ffi.NULL:
+        raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
+    return as_int_handle(c_ctx)
+
+
+def _view_of(tensor):
+    return VIEW_TYPE[0].from_any_interface(tensor, stream_ptr=-1)

@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: Apache-2.0
+"""NVML's error layer and its one-time initialization.
+
+Every NVML call in :mod:`cuda_core.system` goes through :func:`check`, which
+turns a non-zero ``nvmlReturn_t`` into the matching
+:mod:`~cuda_core.system.exceptions` class.  :func:`initialize` loads
+``libnvidia-ml.so.1`` (through :func:`cuda_core._loader.load_nvml`) and calls
+``nvmlInit_v2`` once per process, under a lock; ``nvmlShutdown`` runs at
+interpreter exit.  Nothing here runs at import.
+
+A process created by ``fork()`` after its parent initialized NVML does not
+call NVML: every call there raises :class:`UninitializedError` saying so,
+rather than risk a lock or a device file held by the parent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import LibraryNotFoundError as _CoreLibraryNotFoundError
+from cuda_core._loader import load_nvml
+from cuda_core.system.exceptions import (
+    FunctionNotFoundError,
+    LibraryNotFoundError,
+    UninitializedError,
+    _error_for,
+)
+
+__all__ = [
+    "check",
+    "initialize",
+    "is_initialized",
+    "out_result",
+    "string_result",
+    "struct_version",
+    "two_call",
+]
+
+_UNINITIALIZED, _INITIALIZED, _FORKED = 0, 1, 2
+
+_lock = threading.Lock()
+_state = [_UNINITIALIZED, 0]  # [state, pid of the process that initialized]
+_atexit_registered = []
+
+_INSUFFICIENT_SIZE = 7  # NVML_ERROR_INSUFFICIENT_SIZE
+_NOT_LOADED = lib.CC_LIB_NOT_LOADED
+_MISSING = lib.CC_MISSING_SYMBOL
+
+
+class _MissingFunctionError(FunctionNotFoundError, RuntimeError):
+    """The installed NVML does not export a function cuda_core calls."""
+
+    def __init__(self, function):
+        super().__init__(13)
+        self.function = function
+        self.args = (f"function {function} is not found in the installed NVML",)
+
+    def __reduce__(self):
+        return (type(self), (self.function,))
+
+
+class _ForkedChildError(UninitializedError):
+    """NVML is used in a child created by fork() after the parent initialized it."""
+
+    def __init__(self, status=1):
+        super().__init__(status)
+        self.args = (
+            "NVML was initialized by this process's parent before fork(); NVML cannot "
+            "be used in the child (start child processes with the 'spawn' method)",
+        )
+
+
+def check(status):
+    """Raise the exception for a non-zero NVML ``status``."""
+    if status == 0:
+        return
+    if _state[0] == _FORKED and status in (_MISSING, _NOT_LOADED):
+        raise _ForkedChildError()
+    if status == _MISSING:
+        version = ffi.new("int *")
+        name = lib.cc_take_missing(version)
+        raise _MissingFunctionError(ffi.string(name).decode() if name else "an NVML function")
+    if status == _NOT_LOADED:
+        raise UninitializedError(1)
+    raise _error_for(status)
+
+
+def is_initialized():
+    """Return True when NVML is initialized in this process."""
+    return _state[0] == _INITIALIZED and _state[1] == os.getpid()
+
+
+def initialize():
+    """Load NVML and call ``nvmlInit_v2`` once per process (thread-safe).
+
+    Raises
+    ------
+    LibraryNotFoundError
+        ``libnvidia-ml.so.1`` could not be loaded; the message says what was
+        searched.
+    UninitializedError
+        In a child created by ``fork()`` after the parent initialized NVML.
+    NvmlError
+        ``nvmlInit_v2`` failed (e.g. :class:`DriverNotLoadedError`).
+    """
+    if _state[0] == _INITIALIZED:
+        return
+    with _lock:
+        if _state[0] == _INITIALIZED:
+            return
+        if _state[0] == _FORKED:
+            raise _ForkedChildError()
+        try:
+            load_nvml()
+        except _CoreLibraryNotFoundError as exc:
+            raise LibraryNotFoundError(12, str(exc)) from None
+        check(lib.nvmlInit_v2())
+        _state[0] = _INITIALIZED
+        _state[1] = os.getpid()
+        if not _atexit_registered:
+            _atexit_registered.append(True)
+            atexit.register(_shutdown)
+
+
+def string_result(fn, *args, size):
+    """Call ``fn(*args, buf, size)`` and return the NUL-terminated text, decoded."""
+    buf = ffi.new("char[]", size)
+    check(fn(*args, buf, size))
+    return ffi.string(buf).decode()
+
+
+def out_result(ctype, fn, *args):
+    """Call ``fn(*args, out)`` with ``out = ffi.new(ctype + " *")``; return ``out[0]``."""
+    out = ffi.new(ctype + " *")
+    check(fn(*args, out))
+    return out[0]
+
+
+def two_call(ctype, fn, *args):
+    """Call a count-then-fill NVML function ``fn(*args, &count, array)``.
+
+    The first call (count 0, NULL array) takes INSUFFICIENT_SIZE as the
+    answer; if what is counted grows before the second call, both are
+    repeated.  Returns ``(array, count)``, ``array`` a ``ctype[]`` owner.
+    """
+    count = ffi.new("unsigned int *")
+    while True:
+        count[0] = 0
+        status = fn(*args, count, ffi.NULL)
+        if status != _INSUFFICIENT_SIZE:
+            check(status)
+        n = count[0]
+        array = ffi.new(ctype + "[]", max(n, 1))
+        if n == 0:
+            return array, 0
+        status = fn(*args, count, array)
+        if status != _INSUFFICIENT_SIZE:
+            check(status)
+            return array, min(count[0], n)
+
+
+def struct_version(ctype, version):
+    """Return ``NVML_STRUCT_VERSION`` for the struct type ``ctype``."""
+    return ffi.sizeof(ctype) | (version << 24)
+
+
+def _shutdown():
+    """Release this process's NVML initialization (at interpreter exit)."""
+    if _state[0] == _INITIALIZED and _state[1] == os.getpid():
+        _state[0] = _UNINITIALIZED
+        lib.nvmlShutdown()  # a failure at exit has nobody to report to
+
+
+def _after_fork_in_child():
+    if _state[0] == _INITIALIZED:
+        _state[0] = _FORKED
+        lib.cc_nvml_forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

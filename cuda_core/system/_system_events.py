@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: Apache-2.0
+"""System events (a GPU bound to or unbound from the driver):
+:func:`register_events` returns a :class:`RegisteredSystemEvents`.
+
+A :class:`RegisteredSystemEvents` owns an NVML system event set:
+:meth:`~RegisteredSystemEvents.close` (idempotent, also through ``with``)
+frees it; a finalizer frees it too if it is dropped open.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core.system._device import Device
+from cuda_core.system._device_events import event_mask
+from cuda_core.system._enums import from_nvml
+from cuda_core.system._nvml import check, initialize, is_initialized, struct_version
+from cuda_core.system.exceptions import NvmlError
+from cuda_core.system.typing import SystemEventType
+
+__all__ = ["RegisteredSystemEvents", "SystemEvent", "SystemEvents", "register_events"]
+
+_SET_VERSION = struct_version("nvmlSystemEventSetCreateRequest_v1_t", 1)
+_FREE_VERSION = struct_version("nvmlSystemEventSetFreeRequest_v1_t", 1)
+_REGISTER_VERSION = struct_version("nvmlSystemRegisterEventRequest_v1_t", 1)
+_WAIT_VERSION = struct_version("nvmlSystemEventSetWaitRequest_v1_t", 1)
+
+
+def register_events(events):
+    """Register for system events (a :class:`SystemEventType`, its string, or a list).
+
+    Returns
+    -------
+    RegisteredSystemEvents
+        Close it (or use ``with``) when done.  Linux only.
+    """
+    mask = event_mask(SystemEventType, events)
+    initialize()
+    return RegisteredSystemEvents(mask)
+
+
+class RegisteredSystemEvents:
+    """A registered system event set; wait for events with :meth:`wait`."""
+
+    def __init__(self, mask):
+        create = ffi.new("nvmlSystemEventSetCreateRequest_t *")
+        create.version = _SET_VERSION
+        check(lib.nvmlSystemEventSetCreate(create))
+        self._set = create.set
+        self._finalizer = weakref.finalize(self, _free_set, self._set)
+        try:
+            request = ffi.new("nvmlSystemRegisterEventRequest_t *")
+            request.version = _REGISTER_VERSION
+            request.eventTypes = mask
+            request.set = self._set
+            check(lib.nvmlSystemRegisterEvents(request))
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self._set is None else f"handle={self.handle:#x}"
+        return f"<RegisteredSystemEvents {state}>"
+
+    def close(self):
+        """Free the event set (idempotent)."""
+        c_set, self._set = self._set, None
+        if c_set is None:
+            return
+        self._finalizer.detach()
+        check(_free_status(c_set))
+
+    @property
+    def handle(self):
+        """int: The ``nvmlSystemEventSet_t`` as an int (0 once closed)."""
+        return 0 if self._set is None else int(ffi.cast("uintptr_t", self._set))
+
+    def wait(self, timeout_ms=0, buffer_size=1):
+        """Wait up to ``timeout_ms`` ms for events; return up to ``buffer_size`` of them.
+
+        Returns
+        -------
+        SystemEvents
+
+        Raises
+        ------
+        TimeoutError
+            (:class:`cuda_core.system.TimeoutError`) no event arrived in time.
+        """
+        if self._set is None:
+            raise RuntimeError("this RegisteredSystemEvents is closed")
+        if buffer_size < 1:
+            raise ValueError(f"buffer_size must be at least 1, got {buffer_size}")
+        data = ffi.new("nvmlSystemEventData_v1_t[]", buffer_size)
+        request = ffi.new("nvmlSystemEventSetWaitRequest_t *")
+        request.version = _WAIT_VERSION
+        request.timeoutms = timeout_ms
+        request.set = self._set
+        request.data = data
+        request.dataSize = buffer_size
+        check(lib.nvmlSystemEventSetWait(request))
+        return SystemEvents(data, min(request.numEvent, buffer_size))
+
+
+class SystemEvents:
+    """The events one :meth:`RegisteredSystemEvents.wait` received."""
+
+    __slots__ = ("_a", "_n")
+
+    def __init__(self, array, count):
+        self._a = array
+        self._n = count
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, index):
+        if not isinstance(index, int):
+            raise TypeError(f"event index must be an int, got {type(index).__name__}")
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("event index out of range")
+        return SystemEvent(self._a, self._a[index])
+
+
+class SystemEvent:
+    """One system event."""
+
+    __slots__ = ("_owner", "_e")
+
+    def __init__(self, owner, item):
+        self._owner = owner  # keeps the array holding ``item`` alive
+        self._e = item
+
+    def __repr__(self):
+        return f"<SystemEvent event_type={self._e.eventType:#x} gpu_id={self._e.gpuId:#x}>"
+
+    @property
+    def event_type(self):
+        """SystemEventType: What happened (KeyError for a bit this version does not know)."""
+        return from_nvml(SystemEventType, self._e.eventType)
+
+    @property
+    def gpu_id(self):
+        """int: The GPU, as NVML's PCI-format id."""
+        return self._e.gpuId
+
+    @property
+    def device(self):
+        """Device: The GPU the event is about.
+
+        The id is read as the standard PCI packing (domain << 16 | bus << 8 |
+        device << 3 | function), formatted as NVML's bus id.
+        """
+        gid = self._e.gpuId
+        bus_id = f"{gid >> 16:08X}:{(gid >> 8) & 0xFF:02X}:{(gid >> 3) & 0x1F:02X}.{gid & 7}"
+        return Device(pci_bus_id=bus_id)
+
+
+def _free_status(c_set):
+    if c_set == ffi.NULL or not is_initialized():
+        return 0  # NVML shut down (or a forked child): the set went with it
+    request = ffi.new("nvmlSystemEventSetFreeRequest_t *")
+    request.version = _FREE_VERSION
+    request.set = c_set
+    return lib.nvmlSystemEventSetFree(request)
+
+
+def _free_set(c_set):
+    """Finalizer: free a set dropped open; a failure becomes a warning."""
+    try:
+        check(_free_status(c_set))
+    except NvmlError as exc:
+        warnings.warn(
+            f"freeing an NVML system event set failed: {exc}", RuntimeWarning, stacklevel=2
+        )
+
+
+for _cls in (RegisteredSystemEvents, SystemEvent, SystemEvents):
+    _cls.__module__ = "cuda_core.system._system_events"

@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CUDA arrays: :class:`OpaqueArray` and :class:`OpaqueArrayOptions`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._utils import as_int_handle, check_or_create_options
+from cuda_core.texture._copy import copy_array
+from cuda_core.texture._formats import (
+    CU_TO_FORMAT,
+    FORMAT_TO_CU,
+    check_format_channels,
+    check_shape,
+    copy_extent,
+    descriptor_extent,
+    element_bytes,
+    shape_from_descriptor,
+)
+from cuda_core.texture._handle import Lifetime, SharedHandle, device_of
+
+__all__ = ["OpaqueArray", "OpaqueArrayOptions"]
+
+
+@dataclass
+class OpaqueArrayOptions:
+    """Options for :meth:`Device.create_opaque_array <cuda_core.Device.create_opaque_array>`.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(width,)``, ``(width, height)`` or ``(width, height, depth)`` in
+        elements; for a layered array ``(width, layers)`` or ``(width,
+        height, layers)``.
+    format : ArrayFormatType, str or numpy.dtype
+        The element format: an :class:`~cuda_core.typing.ArrayFormatType`,
+        its value (``"float32"``) or a NumPy dtype of one of the eight formats.
+    num_channels : int
+        Channels per element: 1, 2 or 4.
+    is_surface_load_store : bool
+        Allocate with ``CUDA_ARRAY3D_SURFACE_LDST``, so that the array can
+        back a :class:`~cuda_core.texture.SurfaceObject`.  Default False.
+    is_layered : bool
+        Allocate a layered array (``CUDA_ARRAY3D_LAYERED``): the last extent
+        of ``shape`` is the number of layers, each a 1-D or 2-D array, read
+        with ``tex1DLayered``/``tex2DLayered`` (and the surface equivalents).
+        Default False.  An addition of cuda_core: NVIDIA's ``cuda.core``
+        has no layered arrays.
+
+    Raises
+    ------
+    ValueError
+        For an unknown format, a channel count other than 1, 2 or 4, a rank
+        outside 1..3 (2..3 when layered) or an extent below 1.
+    TypeError
+        For a shape that is not a sequence of ints.
+    """
+
+    shape: tuple
+    format: object
+    num_channels: int
+    is_surface_load_store: bool = False
+    is_layered: bool = False
+
+    def __post_init__(self):
+        self.format = check_format_channels(self.format, self.num_channels)
+        self.is_surface_load_store = bool(self.is_surface_load_store)
+        self.is_layered = bool(self.is_layered)
+        self.shape = check_shape(self.shape, low=2 if self.is_layered else 1)
+
+
+class OpaqueArray:
+    """A CUDA array: GPU memory laid out by the driver for texture and surface access.
+
+    Kernels reach it only through a :class:`~cuda_core.texture.TextureObject`
+    or :class:`~cuda_core.texture.SurfaceObject`; there is no device pointer,
+    so data moves in and out by copies (:meth:`copy_from`, :meth:`copy_to`).
+    Created by :meth:`Device.create_opaque_array
+    <cuda_core.Device.create_opaque_array>` (or
+    :meth:`MipmappedArray.get_level <cuda_core.texture.MipmappedArray.get_level>`).
+
+    :meth:`close` drops this wrapper's claim on the array; the array itself
+    is destroyed once no texture or surface object uses it either.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = (
+        "_handle",
+        "_shared",
+        "_life",
+        "_shape",
+        "_format",
+        "_num_channels",
+        "_surface_load_store",
+        "_layered",
+        "_device_id",
+        "__weakref__",
+    )
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "OpaqueArray cannot be instantiated directly. Use Device.create_opaque_array()."
+        )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __repr__(self):
+        return (
+            f"OpaqueArray(shape={self._shape}, format={self._format.name}, "
+            f"num_channels={self._num_channels})"
+        )
+
+    @classmethod
+    def _from_handle(cls, handle, owning, *, device_id=None):
+        """Wrap an existing ``CUarray`` (int); shape and format come from the driver.
+
+        With ``owning`` the array is destroyed when the last user lets go;
+        otherwise it is never destroyed here.
+        """
+        handle = as_int_handle(handle)
+        shared = SharedHandle(handle, _destroy_array if owning else None, "CUDA array")
+        if device_id is None:
+            device_id = _current_device_id()
+        return _array_from_shared(shared, device_id)
+
+    def close(self):
+        """Drop this wrapper's claim on the array (idempotent).
+
+        The array is destroyed (``cuArrayDestroy``) when no texture or
+        surface object uses it either; arrays of a mipmap level and borrowed
+        arrays are never destroyed here.
+
+        Raises
+        ------
+        CUDAError
+            If destroying the array failed.
+        """
+        self._handle = 0
+        self._life.close()
+
+    def copy_from(self, src, *, stream):
+        """Copy a whole array's worth of data from ``src`` into this array.
+
+        Parameters
+        ----------
+        src : Buffer, StridedMemoryView or buffer-protocol object
+            At least :attr:`size_bytes` of C-contiguous data, rows packed
+            (``width * element_bytes`` bytes per row).
+        stream : Stream or GraphBuilder
+            Where the copy is ordered (a graph builder captures it).
+
+        Raises
+        ------
+        RuntimeError
+            If this array (or a source Buffer) is closed.
+        TypeError
+            For an unsupported ``src`` or ``stream``.
+        ValueError
+            If ``src`` is smaller than the array.
+        """
+        copy_array(self._c_array(), self._extent_bytes(), src, stream, True)
+
+    def copy_to(self, dst, *, stream):
+        """Copy this whole array into ``dst``; return ``dst``.
+
+        Parameters
+        ----------
+        dst : Buffer, StridedMemoryView or writable buffer-protocol object
+            At least :attr:`size_bytes` of writable C-contiguous space.
+        stream : Stream or GraphBuilder
+            Where the copy is ordered.  Synchronize it before reading a host
+            destination that is pinned (a pageable one is written when this
+            returns).
+
+        Returns
+        -------
+        The ``dst`` object, as :meth:`Buffer.copy_to <cuda_core.Buffer.copy_to>`.
+
+        Raises
+        ------
+        RuntimeError, TypeError, ValueError
+            As :meth:`copy_from`.
+        """
+        copy_array(self._c_array(), self._extent_bytes(), dst, stream, False)
+        return dst
+
+    def _c_array(self):
+        if not self._handle:
+            raise RuntimeError("OpaqueArray is closed; it cannot be used after close()")
+        return ffi.cast("CUarray", self._handle)
+
+    def _extent_bytes(self):
+        """(width in bytes, height, depth) of a whole-array 3-D copy."""
+        return copy_extent(self._shape, self._layered, self.element_bytes)
+
+    def _claim(self):
+        """Return the array's SharedHandle with one more claim (for textures, surfaces)."""
+        if not self._handle:
+            raise RuntimeError("OpaqueArray is closed; it cannot be used after close()")
+        return self._shared.retain()
+
+    @property
+    def handle(self):
+        """int: The ``CUarray`` address (0 once closed)."""
+        return self._handle
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return not self._handle
+
+    @property
+    def shape(self):
+        """tuple of int: The allocation's extents, in elements (layers last)."""
+        return self._shape
+
+    @property
+    def format(self):
+        """ArrayFormatType: The element format."""
+        return self._format
+
+    @property
+    def num_channels(self):
+        """int: Channels per element (1, 2 or 4)."""
+        return self._num_channels
+
+    @property
+    def element_bytes(self):
+        """int: Bytes per element (channel bytes times channels)."""
+        return element_bytes(self._format, self._num_channels)
+
+    @property
+    def size_bytes(self):
+        """int: Bytes of array storage (``prod(shape) * element_bytes``)."""
+        return prod(self._shape) * self.element_bytes
+
+    @property
+    def device(self):
+        """Device: The device the array was allocated on."""
+        return device_of(self._device_id)
+
+    @property
+    def is_surface_load_store(self):
+        """bool: Whether the array can back a :class:`~cuda_core.texture.SurfaceObject`."""
+        return self._surface_load_store
+
+    @property
+    def is_layered(self):
+        """bool: Whether the array is layered (its last extent counts layers)."""
+        return self._layered
+
+
+def _create_opaque_array(options, device_id):
+    """Allocate an :class:`OpaqueArray` in the current context (device ``device_id``)."""
+    opts = check_or_create_options(OpaqueArrayOptions, options, "Opaque array options")
+    flags = lib.CUDA_ARRAY3D_SURFACE_LDST if opts.is_surface_load_store else 0
+    if opts.is_layered:
+        flags |= lib.CUDA_ARRAY3D_LAYERED
+    desc = _descriptor(opts.shape, opts.is_layered, opts.format, opts.num_channels, flags)
+    out = ffi.new("CUarray *")
+    check(lib.cuArray3DCreate(out, desc), "cuArray3DCreate")
+    shared = SharedHandle(as_int_handle(out[0]), _destroy_array, "CUDA array")
+    return _new_array(
+        shared,
+        opts.shape,
+        opts.format,
+        opts.num_channels,
+        opts.is_surface_load_store,
+        opts.is_layered,
+        device_id,
+    )
+
+
+def _descriptor(shape, layered, format, num_channels, flags):
+    """Return a filled ``CUDA_ARRAY3D_DESCRIPTOR *``."""
+    desc = ffi.new("CUDA_ARRAY3D_DESCRIPTOR *")
+    desc.Width, desc.Height, desc.Depth = descriptor_extent(shape, layered)
+    desc.Format = FORMAT_TO_CU[format]
+    desc.NumChannels = num_channels
+    desc.Flags = flags
+    return desc
+
+
+def _new_array(shared, shape, format, num_channels, surface, layered, device_id):
+    self = object.__new__(OpaqueArray)
+    self._handle = shared.value
+    self._shared = shared
+    self._shape = shape
+    self._format = format
+    self._num_channels = num_channels
+    self._surface_load_store = surface
+    self._layered = layered
+    self._device_id = device_id
+    self._life = Lifetime(self, "cuArrayDestroy", shared=shared)
+    return self
+
+
+def _array_from_shared(shared, device_id):
+    """Wrap ``shared`` (its creator's claim) as an OpaqueArray described by the driver."""
+    desc = ffi.new("CUDA_ARRAY3D_DESCRIPTOR *")
+    status = lib.cuArray3DGetDescriptor(desc, ffi.cast("CUarray", shared.value))
+    if status:
+        shared.release()
+        check(status, "cuArray3DGetDescriptor")
+    layered = bool(desc.Flags & lib.CUDA_ARRAY3D_LAYERED)
+    shape = shape_from_descriptor(desc.Width, desc.Height, desc.Depth, layered)
+    fmt = CU_TO_FORMAT.get(int(desc.Format))
+    if fmt is None:
+        shared.release()
+        raise ValueError(f"CUDA array format {int(desc.Format):#x} has no ArrayFormatType")
+    surface = bool(desc.Flags & lib.CUDA_ARRAY3D_SURFACE_LDST)
+    return _new_array(shared, shape, fmt, desc.NumChannels, surface, layered, device_id)
+
+
+def _destroy_array(value):
+    return lib.cuArrayDestroy(ffi.cast("CUarray", value))
+
+
+def _current_device_id():
+    out = ffi.new("CUdevice *")
+    check(lib.cuCtxGetDevice(out), "cuCtxGetDevice")
+    return int(out[0])

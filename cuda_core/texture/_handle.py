@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Lifetimes of arrays, textures and surfaces.
+
+A CUDA array is released when its last user lets go.  An
+:class:`~cuda_core.texture.OpaqueArray` (or a
+:class:`~cuda_core.texture.MipmappedArray`) and every texture or surface
+object built over it each hold one *claim* on the same
+:class:`SharedHandle`; closing the array drops the array's claim only, and
+the driver object is destroyed when the last claim is dropped.  A mipmap
+level holds a claim on its parent mipmapped array and owns nothing itself.
+
+Each wrapper keeps a :class:`Lifetime`: what it releases on ``close()`` (its
+own driver handle, if any, and its claim).  ``close()`` raises a failure;
+the garbage-collection safety net (a ``weakref.finalize``) reports it as a
+:class:`~cuda_core.CUDAWarning`.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from cuda_core._errors import check, warn_cuda
+
+__all__ = []
+
+#: The Device class, filled in by ``cuda_core._device`` at import (this
+#: package sits below it and never imports it).
+DEVICE_TYPE = []
+
+
+def device_of(device_id):
+    """Return the :class:`~cuda_core.Device` of ordinal ``device_id``."""
+    return DEVICE_TYPE[0](device_id)
+
+
+class SharedHandle:
+    """A driver handle with a count of the claims on it.
+
+    Created with one claim (its creator's).
+
+    Parameters
+    ----------
+    value : int
+        The handle.
+    destroy : callable or None
+        ``destroy(value) -> status``, called once when the last claim is
+        dropped; None for a handle something else owns (a mipmap level).
+    what : str
+        The driver object, for messages (``"CUDA array"``).
+    parent : SharedHandle, optional
+        A handle this one depends on: one claim on it is held until this
+        handle is released.
+    """
+
+    __slots__ = ("value", "what", "_destroy", "_parent", "_claims", "_lock")
+
+    def __init__(self, value, destroy, what, parent=None):
+        self.value = value
+        self.what = what
+        self._destroy = destroy
+        self._parent = parent.retain() if parent is not None else None
+        self._claims = 1
+        self._lock = threading.Lock()
+
+    def retain(self):
+        """Add a claim and return ``self``; RuntimeError if already released."""
+        with self._lock:
+            if self._claims <= 0:
+                raise RuntimeError(f"the {self.what} has been released")
+            self._claims += 1
+        return self
+
+    def release(self):
+        """Drop one claim; at the last one destroy the handle.
+
+        Returns the first failing status (0 if none), after releasing the
+        parent's claim whatever the status.
+        """
+        with self._lock:
+            self._claims -= 1
+            if self._claims:
+                return 0
+        status = self._destroy(self.value) if self._destroy is not None else 0
+        parent, self._parent = self._parent, None
+        if parent is not None:
+            parent_status = parent.release()
+            status = status or parent_status
+        return status
+
+    @property
+    def claims(self):
+        """int: The number of claims still held (0 once released)."""
+        return self._claims
+
+
+class Lifetime:
+    """What one wrapper releases: its own handle (optional) and its claim.
+
+    Parameters
+    ----------
+    owner : object
+        The wrapper; if it is garbage-collected unreleased, the safety net
+        releases (and warns of a failure).
+    what : str
+        Named in errors and warnings (``"cuTexObjectDestroy"``).
+    destroy, value : callable, int, optional
+        ``destroy(value) -> status`` destroys the wrapper's own handle.
+    shared : SharedHandle, optional
+        The claim the wrapper holds.
+    """
+
+    __slots__ = ("_finalizer",)
+
+    def __init__(self, owner, what, destroy=None, value=None, shared=None):
+        self._finalizer = weakref.finalize(owner, _release, what, destroy, value, shared, False)
+        self._finalizer.atexit = False  # the driver frees everything at exit
+
+    @property
+    def alive(self):
+        """bool: Whether nothing has been released yet."""
+        return self._finalizer.alive
+
+    def close(self):
+        """Release (once; later calls do nothing); raise CUDAError on failure."""
+        info = self._finalizer.detach()
+        if info is not None:
+            _release(*info[2][:-1], True)
+
+
+def _release(what, destroy, value, shared, raising):
+    status = destroy(value) if destroy is not None else 0
+    shared_status = shared.release() if shared is not None else 0
+    failed = status or shared_status
+    if not failed:
+        return
+    context = what if status else f"releasing the {shared.what}"
+    if raising:
+        check(failed, context)
+    else:
+        warn_cuda(f"{context} during garbage collection", failed)

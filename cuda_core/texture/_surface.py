@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Surface objects: :class:`SurfaceObject`."""
+
+from __future__ import annotations
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core.texture._handle import Lifetime, device_of
+from cuda_core.texture._resource import ResourceDescriptor
+from cuda_core.texture._texture import KERNEL_ARG_MARKER, _closed_argument
+
+__all__ = ["SurfaceObject"]
+
+
+class SurfaceObject:
+    """A bindless surface: typed loads and stores to a CUDA array from kernels.
+
+    No sampling: kernels address it with integer coordinates (the x
+    coordinate in *bytes*, e.g. ``surf2Dwrite(v, s, x * sizeof(v), y)``).
+    Pass it to :func:`~cuda_core.launch` (or its :attr:`handle`) for a
+    ``cudaSurfaceObject_t`` parameter.  Created by
+    :meth:`Device.create_surface_object <cuda_core.Device.create_surface_object>`
+    over an array allocated with ``is_surface_load_store=True``, which it
+    keeps alive until it is closed.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = ("_handle", "_life", "_resource", "_device_id", "_buffer", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "SurfaceObject cannot be instantiated directly. Use Device.create_surface_object()."
+        )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __repr__(self):
+        return f"SurfaceObject(handle=0x{self._handle:x})"
+
+    def close(self):
+        """Destroy the surface object and drop its claim on the array (idempotent).
+
+        Raises
+        ------
+        CUDAError
+            If ``cuSurfObjectDestroy`` (or releasing the array) failed.
+        """
+        self._handle = 0
+        self._resource = None
+        self._life.close()
+
+    @property
+    def _karg(self):
+        """The handle as a kernel argument; RuntimeError if closed."""
+        return self._handle or _closed_argument(self)
+
+    @property
+    def handle(self):
+        """int: The ``CUsurfObject`` (0 once closed)."""
+        return self._handle
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return not self._handle
+
+    @property
+    def resource(self):
+        """ResourceDescriptor: The array the surface accesses (None once closed)."""
+        return self._resource
+
+    @property
+    def device(self):
+        """Device: The device the surface was created on."""
+        return device_of(self._device_id)
+
+
+setattr(SurfaceObject, KERNEL_ARG_MARKER, "u64")
+
+
+def _create_surface_object(resource, device_id):
+    """Create a :class:`SurfaceObject` in the current context (device ``device_id``)."""
+    if not isinstance(resource, ResourceDescriptor):
+        raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
+    if resource.kind != "array":
+        raise ValueError(
+            f"SurfaceObject requires an array-backed ResourceDescriptor, got kind={resource.kind!r}"
+        )
+    if not resource.source.is_surface_load_store:
+        raise ValueError(
+            "OpaqueArray must be created with is_surface_load_store=True to be bound as a "
+            "SurfaceObject"
+        )
+    res = ffi.new("CUDA_RESOURCE_DESC *")
+    claim, _ = resource._fill(res)
+    out = ffi.new("CUsurfObject *")
+    status = lib.cuSurfObjectCreate(out, res)
+    if status:
+        claim.release()
+        check(status, "cuSurfObjectCreate")
+    self = object.__new__(SurfaceObject)
+    self._handle = int(out[0])
+    self._resource = resource
+    self._buffer = None
+    self._device_id = device_id
+    self._life = Lifetime(self, "cuSurfObjectDestroy", lib.cuSurfObjectDestroy, self._handle, claim)
+    return self

@@ -1,0 +1,292 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Texture objects: :class:`TextureObject` and :class:`TextureObjectOptions`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._utils import check_or_create_options, index_or_none
+from cuda_core.texture._handle import Lifetime, device_of
+from cuda_core.texture._resource import ResourceDescriptor
+from cuda_core.typing import AddressModeType, FilterModeType, ReadModeType
+
+__all__ = ["TextureObject", "TextureObjectOptions"]
+
+#: Class attribute that ``launch`` reads: pass the object as its 64-bit
+#: ``_karg`` (see ``cuda_core._launcher``).
+KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
+
+_ADDRESS_MODES = {
+    AddressModeType.WRAP: lib.CU_TR_ADDRESS_MODE_WRAP,
+    AddressModeType.CLAMP: lib.CU_TR_ADDRESS_MODE_CLAMP,
+    AddressModeType.MIRROR: lib.CU_TR_ADDRESS_MODE_MIRROR,
+    AddressModeType.BORDER: lib.CU_TR_ADDRESS_MODE_BORDER,
+}
+_FILTER_MODES = {
+    FilterModeType.POINT: lib.CU_TR_FILTER_MODE_POINT,
+    FilterModeType.LINEAR: lib.CU_TR_FILTER_MODE_LINEAR,
+}
+
+
+@dataclass
+class TextureObjectOptions:
+    """How a :class:`TextureObject` samples (``CUDA_TEXTURE_DESC``).
+
+    Enumerations accept their members or their string values.
+
+    Attributes
+    ----------
+    address_mode : AddressModeType or tuple of AddressModeType
+        Out-of-range coordinates, for every dimension or per dimension (1 to
+        3 entries, the last repeated).  ``WRAP`` and ``MIRROR`` need
+        ``normalized_coords``.  Default ``CLAMP``.
+    filter_mode : FilterModeType
+        ``POINT`` (default) or ``LINEAR`` (floating-point results only:
+        float formats, or ``NORMALIZED_FLOAT`` reads).
+    read_mode : ReadModeType
+        Integer data as stored (``ELEMENT_TYPE``, default) or as floats in
+        ``[0, 1]``/``[-1, 1]`` (``NORMALIZED_FLOAT``).
+    normalized_coords : bool
+        Coordinates in ``[0, 1)`` rather than ``[0, extent)``.  Default False.
+    srgb : bool
+        Convert sRGB to linear on read (8-bit formats).  Default False.
+    disable_trilinear_optimization : bool
+        Exact trilinear filtering between mip levels.  Default False.
+    seamless_cubemap : bool
+        Filter across cubemap faces.  Default False.
+    max_anisotropy : int
+        Maximum anisotropy ratio (0 or 1: none; the driver clamps to 1..16).
+        Checked (>= 0) when the texture is created.
+    mipmap_filter_mode : FilterModeType
+        Filtering between mip levels.  Default ``POINT``.
+    mipmap_level_bias, min_mipmap_level_clamp, max_mipmap_level_clamp : float
+        Level-of-detail bias and clamps.  Default 0.0.
+    border_color : tuple of 4 floats or None
+        The ``BORDER`` value (None: zeros).  Its length is checked when the
+        texture is created.
+
+    Raises
+    ------
+    ValueError
+        For an unknown filter or read mode.
+    """
+
+    address_mode: object = AddressModeType.CLAMP
+    filter_mode: object = FilterModeType.POINT
+    read_mode: object = ReadModeType.ELEMENT_TYPE
+    normalized_coords: bool = False
+    srgb: bool = False
+    disable_trilinear_optimization: bool = False
+    seamless_cubemap: bool = False
+    max_anisotropy: int = 0
+    mipmap_filter_mode: object = FilterModeType.POINT
+    mipmap_level_bias: float = 0.0
+    min_mipmap_level_clamp: float = 0.0
+    max_mipmap_level_clamp: float = 0.0
+    border_color: tuple = None
+
+    def __post_init__(self):
+        self.filter_mode = _normalize_enum("filter_mode", self.filter_mode, FilterModeType)
+        self.read_mode = _normalize_enum("read_mode", self.read_mode, ReadModeType)
+        self.mipmap_filter_mode = _normalize_enum(
+            "mipmap_filter_mode", self.mipmap_filter_mode, FilterModeType
+        )
+
+
+class TextureObject:
+    """A bindless texture: sampled reads of an array, mipmap or linear memory.
+
+    Pass it to :func:`~cuda_core.launch` (or its :attr:`handle`) for a
+    ``cudaTextureObject_t`` parameter.  Created by
+    :meth:`Device.create_texture_object <cuda_core.Device.create_texture_object>`.
+    It keeps the memory it reads alive: an array or mipmap is destroyed only
+    after both its wrapper and every texture over it are closed.
+
+    Raises
+    ------
+    RuntimeError
+        On direct construction.
+    """
+
+    __slots__ = (
+        "_handle",
+        "_life",
+        "_resource",
+        "_options",
+        "_buffer",
+        "_device_id",
+        "__weakref__",
+    )
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "TextureObject cannot be instantiated directly. Use Device.create_texture_object()."
+        )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+    def __repr__(self):
+        return f"TextureObject(handle=0x{self._handle:x})"
+
+    def close(self):
+        """Destroy the texture object and drop its claim on its memory (idempotent).
+
+        Raises
+        ------
+        CUDAError
+            If ``cuTexObjectDestroy`` (or releasing the array) failed.
+        """
+        self._handle = 0
+        self._resource = None
+        self._buffer = None
+        self._life.close()
+
+    @property
+    def _karg(self):
+        """The handle as a kernel argument; RuntimeError if closed or its Buffer is."""
+        h = self._handle
+        if h and (self._buffer is None or not self._buffer._closed):
+            return h
+        return _closed_argument(self)
+
+    @property
+    def handle(self):
+        """int: The ``CUtexObject`` (0 once closed)."""
+        return self._handle
+
+    @property
+    def is_closed(self):
+        """bool: Whether :meth:`close` has been called."""
+        return not self._handle
+
+    @property
+    def resource(self):
+        """ResourceDescriptor: What the texture reads (None once closed)."""
+        return self._resource
+
+    @property
+    def options(self):
+        """TextureObjectOptions: How the texture samples."""
+        return self._options
+
+    @property
+    def device(self):
+        """Device: The device the texture was created on."""
+        return device_of(self._device_id)
+
+
+setattr(TextureObject, KERNEL_ARG_MARKER, "u64")
+
+
+def _create_texture_object(resource, options, device_id):
+    """Create a :class:`TextureObject` in the current context (device ``device_id``)."""
+    if not isinstance(resource, ResourceDescriptor):
+        raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
+    opts = check_or_create_options(TextureObjectOptions, options, "Texture object options")
+    tex = _texture_desc(opts)
+    res = ffi.new("CUDA_RESOURCE_DESC *")
+    claim, buf = resource._fill(res)
+    out = ffi.new("CUtexObject *")
+    status = lib.cuTexObjectCreate(out, res, tex, ffi.NULL)
+    if status:
+        if claim is not None:
+            claim.release()
+        check(status, "cuTexObjectCreate")
+    self = object.__new__(TextureObject)
+    self._handle = int(out[0])
+    self._resource = resource
+    self._options = opts
+    self._buffer = buf
+    self._device_id = device_id
+    self._life = Lifetime(self, "cuTexObjectDestroy", lib.cuTexObjectDestroy, self._handle, claim)
+    return self
+
+
+def _texture_desc(opts):
+    """Return a filled ``CUDA_TEXTURE_DESC *`` (the checks made at creation)."""
+    tex = ffi.new("CUDA_TEXTURE_DESC *")
+    for i, mode in enumerate(_normalize_address_modes(opts.address_mode)):
+        tex.addressMode[i] = _ADDRESS_MODES[mode]
+    tex.filterMode = _FILTER_MODES[opts.filter_mode]
+    flags = 0
+    if opts.read_mode == ReadModeType.ELEMENT_TYPE:
+        flags |= lib.CU_TRSF_READ_AS_INTEGER
+    if opts.normalized_coords:
+        flags |= lib.CU_TRSF_NORMALIZED_COORDINATES
+    if opts.srgb:
+        flags |= lib.CU_TRSF_SRGB
+    if opts.disable_trilinear_optimization:
+        flags |= lib.CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION
+    if opts.seamless_cubemap:
+        flags |= lib.CU_TRSF_SEAMLESS_CUBEMAP
+    tex.flags = flags
+    anisotropy = index_or_none(opts.max_anisotropy)
+    if anisotropy is None:
+        raise TypeError(f"max_anisotropy must be an int, got {type(opts.max_anisotropy).__name__}")
+    if anisotropy < 0:
+        raise ValueError("max_anisotropy must be >= 0")
+    tex.maxAnisotropy = anisotropy
+    tex.mipmapFilterMode = _FILTER_MODES[opts.mipmap_filter_mode]
+    tex.mipmapLevelBias = float(opts.mipmap_level_bias)
+    tex.minMipmapLevelClamp = float(opts.min_mipmap_level_clamp)
+    tex.maxMipmapLevelClamp = float(opts.max_mipmap_level_clamp)
+    if opts.border_color is not None:
+        color = tuple(opts.border_color)
+        if len(color) != 4:
+            raise ValueError(f"border_color must have 4 elements, got {len(color)}")
+        for i, value in enumerate(color):
+            tex.borderColor[i] = float(value)
+    return tex
+
+
+def _normalize_enum(name, value, enum_type):
+    """Return ``value`` as a member of the string enumeration ``enum_type``."""
+    if isinstance(value, enum_type):
+        return value
+    try:
+        return enum_type(value)
+    except ValueError:
+        valid = ", ".join(repr(m.value) for m in enum_type)
+        kind = enum_type.__name__
+        article = "an" if kind[0] in "AEIOU" else "a"
+        raise ValueError(
+            f"{name} must be {article} {kind} or one of {{{valid}}}, got {value!r}"
+        ) from None
+
+
+def _normalize_address_modes(address_mode):
+    """Return three AddressModeType members from one mode or a tuple of 1 to 3."""
+    if isinstance(address_mode, str):
+        mode = _normalize_enum("address_mode", address_mode, AddressModeType)
+        return (mode, mode, mode)
+    try:
+        modes = tuple(address_mode)
+    except TypeError:
+        raise TypeError(
+            "address_mode must be an AddressModeType or a tuple of AddressModeType, got "
+            f"{type(address_mode).__name__}"
+        ) from None
+    if not 1 <= len(modes) <= 3:
+        raise ValueError(f"address_mode tuple must have 1-3 entries, got {len(modes)}")
+    out = []
+    for i, mode in enumerate(modes):
+        if not isinstance(mode, str):
+            raise TypeError(
+                f"address_mode[{i}] must be an AddressModeType, got {type(mode).__name__}"
+            )
+        out.append(_normalize_enum(f"address_mode[{i}]", mode, AddressModeType))
+    out += [out[-1]] * (3 - len(out))
+    return tuple(out)
+
+
+def _closed_argument(obj):
+    name = type(obj).__name__
+    if obj._handle:
+        raise RuntimeError(f"{name} argument: its Buffer is closed")
+    raise RuntimeError(f"{name} argument is closed; it cannot be used after close()")
