@@ -8,6 +8,34 @@ library; each library is found and loaded at its first use (see
 
 from __future__ import annotations
 
+
+def _extension_missing():
+    """The error for a checkout whose C extension is not built for this interpreter."""
+    import glob
+    import os
+    import platform
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    others = sorted(os.path.basename(p) for p in glob.glob(os.path.join(here, "_cuda_ffi*.so")))
+    built = f" (only builds for other interpreters: {', '.join(others)})" if others else ""
+    return ModuleNotFoundError(
+        "cuda_core's C extension, cuda_core._cuda_ffi, is not built for this interpreter "
+        f"({platform.python_implementation()} {platform.python_version()}) in {here}{built}. "
+        'Build it from the checkout with `pip install -e .` (or `pip install -e ".[cu13]"`) '
+        "or `python setup.py build_ext --inplace`, which need a C compiler, the Python "
+        "headers, cffi and setuptools>=77; or install a built wheel.",
+        name="cuda_core._cuda_ffi",
+    )
+
+
+try:
+    __import__("cuda_core._cuda_ffi")
+except ModuleNotFoundError as exc:
+    if exc.name != "cuda_core._cuda_ffi":
+        raise
+    raise _extension_missing() from None
+del _extension_missing
+
 # Subpackages imported with the package, as in cuda.core.
 from cuda_core import checkpoint, graph, system, texture, typing, utils
 

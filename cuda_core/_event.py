@@ -22,7 +22,14 @@ from dataclasses import dataclass
 
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, driver_error, in_forked_child, warn_cuda
+from cuda_core._errors import (
+    CUDAError,
+    check,
+    driver_error,
+    in_forked_child,
+    shown_as,
+    warn_cuda,
+)
 from cuda_core._utils import (
     as_int_handle,
     check_or_create_options,
@@ -110,6 +117,7 @@ class EventOptions:
             raise TypeError("IPC-enabled events cannot use timing.")
 
 
+@shown_as(CUDAError)
 class _ElapsedTimeError(CUDAError, RuntimeError):
     """``Event - Event`` failed; also a RuntimeError, as upstream raises."""
 

@@ -12,7 +12,7 @@ configuration is rebuilt per launch.
 from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError
+from cuda_core._errors import CUDAError, shown_as
 from cuda_core._utils import as_int_handle, index_or_none
 
 __all__ = ["LaunchConfig"]
@@ -28,6 +28,7 @@ _ATTRS = (
 _UINT_MAX = 0xFFFFFFFF
 
 
+@shown_as(TypeError)
 class _LaunchConfigTypeError(TypeError, ValueError):
     """A launch configuration field of the wrong type.
 

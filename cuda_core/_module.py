@@ -14,7 +14,7 @@ import threading
 import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check, warn_cuda
+from cuda_core._errors import check, driver_error, warn_cuda
 from cuda_core._utils import as_int_handle
 
 __all__ = ["ObjectCode"]
@@ -334,9 +334,15 @@ class ObjectCode:
                 f"an ObjectCode of code_type={self._code_type!r} cannot be loaded by the "
                 f"driver (loadable: {_LOADABLE_CODE_TYPES}); link it with Linker first"
             )
+        module = self._module
+        if isinstance(module, str) and not os.path.exists(module):
+            # What the driver reports, said before it is needed: a missing file
+            # is the first thing to fix, even where there is no driver.
+            raise driver_error(
+                lib.CUDA_ERROR_FILE_NOT_FOUND, f"loading {self._code_type} file {module!r}"
+            )
         _init_driver()
         box = ffi.new("CUlibrary *")
-        module = self._module
         if isinstance(module, str):
             check(
                 lib.cuLibraryLoadFromFile(

@@ -22,6 +22,7 @@ from cuda_core._errors import (
     check_nvrtc,
     check_nvvm,
     nvrtc_log,
+    shown_as,
 )
 from cuda_core._linker import Linker
 from cuda_core._module import ObjectCode
@@ -532,6 +533,7 @@ def _warn_if_ptx_unloadable(stacklevel):
         )
 
 
+@shown_as(ValueError)
 class _UnsupportedCodeTypeError(ValueError, RuntimeError):
     """Unknown ``code_type``: a ValueError, and a RuntimeError as in ``cuda.core``."""
 

@@ -21,7 +21,7 @@ from cuda_core._context import (
     _tls,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, in_forked_child, warn_cuda
+from cuda_core._errors import CUDAError, check, in_forked_child, shown_as, warn_cuda
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream_options import _LEAST_PRIORITY, StreamOptions, _priority_range
 from cuda_core._stream_protocol import _as_index, _graph_builder_type, _stream_address
@@ -423,6 +423,7 @@ class Stream:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
+@shown_as(TypeError)
 class _WaitArgumentError(TypeError, ValueError):
     """Stream.wait got something that is neither an event nor a stream."""
 

@@ -111,7 +111,10 @@ def test_nvrtc_error_translation(status, name):
     with pytest.raises(NVRTCError) as info:
         check_nvrtc(status)
     assert info.value.name == name
-    assert name in str(info.value)
+    message = str(info.value)
+    assert message.startswith(f"{name}: ")
+    assert message.count("NVRTC_") == 1, message  # the name once, then what it means
+    assert len(message) > len(name) + 5  # a description follows the name
 
 
 @pytest.mark.parametrize(

@@ -173,6 +173,8 @@ class Buffer:
             raise ValueError("owner and memory resource cannot be both specified together")
         if stream is not None and mr is None:
             raise ValueError("stream requires a memory resource (mr)")
+        if ptr is None:  # as in cuda.core, which converts ptr with int()
+            raise TypeError("ptr must be an int address or a pointer object, not NoneType")
         c_ptr = _as_address(ptr)
         size = _as_size(size)
         s = None
@@ -252,8 +254,8 @@ class Buffer:
         Raises
         ------
         TypeError
-            If ``ptr`` is not an integer address (floats and strings are
-            refused) or ``mr`` is not a MemoryResource.
+            If ``ptr`` is not an integer address (None, floats and strings
+            are refused) or ``mr`` is not a MemoryResource.
         ValueError
             If both ``mr`` and ``owner`` are given, if ``stream`` is given
             without ``mr``, or if ``ptr`` or ``size`` is negative or above

@@ -11,7 +11,7 @@ import operator
 import sys
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check, shown_as
 from cuda_core._utils import as_int_handle
 
 __all__ = []
@@ -73,6 +73,7 @@ def _check_no_options(options, what):
         )
 
 
+@shown_as(OverflowError)
 class _FillValueRangeError(OverflowError, ValueError):
     """An int fill value outside [0, 256): an OverflowError (as upstream) and a ValueError."""
 
