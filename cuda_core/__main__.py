@@ -14,6 +14,7 @@ from cuda_core._errors import CUDAError, check
 from cuda_core._loader import (
     driver_version,
     ensure_loaded,
+    format_cuda_version,
     library_path,
     load_driver,
     nvjitlink_version,
@@ -54,8 +55,8 @@ def _gpu_lines():
         load_driver()
     except CUDAError as exc:
         return [f"  no CUDA driver found: {exc}"], None
-    v = driver_version()
-    head = f"  driver     CUDA {v // 1000}.{(v % 1000) // 10}  {library_path('driver')}"
+    v = format_cuda_version(driver_version())
+    head = f"  driver     CUDA {v}  {library_path('driver')}"
     status = lib.cuInit(0)
     if status:
         try:

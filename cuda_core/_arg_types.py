@@ -33,6 +33,9 @@ import ctypes
 import functools
 import struct
 
+import cuda_core._slots as _slots
+from cuda_core._memory._buffer import Buffer
+
 __all__ = []
 
 #: Class attribute that marks graph-condition classes (``cuda_core.graph.
@@ -92,8 +95,6 @@ def _type_tables():
         return _tables[0]
     import numpy as np
 
-    from cuda_core._memory._buffer import Buffer
-
     numpy_scalars = (
         (np.bool_, _one("?", "{a}", "1 if {a} else 0")),
         (np.int8, _one("b", "{a}", "int({a})")),
@@ -140,14 +141,6 @@ def _type_tables():
     return _tables[0]
 
 
-def _strided_memory_view_type():
-    try:
-        from cuda_core.utils import StridedMemoryView
-    except ImportError:
-        return None
-    return StridedMemoryView
-
-
 def _classify(arg, index, param):
     """Return the :class:`_Slot` for argument ``index`` (``param``: its ParamInfo or None)."""
     exact, fallback, np = _type_tables()
@@ -158,7 +151,7 @@ def _classify(arg, index, param):
     for base, items in fallback:
         if isinstance(arg, base):
             return _Slot(tp, items)
-    smv = _strided_memory_view_type()
+    smv = _slots.StridedMemoryView
     if smv is not None and isinstance(arg, smv):
         return _Slot(tp, _one("N", "{a}.ptr"))
     if getattr(tp, GRAPH_CONDITION_MARKER, False):

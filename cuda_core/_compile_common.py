@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import os
 
-from cuda_core._cuda_ffi import ffi
+from cuda_core._context import _current_device_arch
 from cuda_core._errors import CUDAError
+from cuda_core._errors import read_log as _read_log
 
 __all__ = ["read_log"]
+
+# The targets each code type compiles to (C++: NVRTC; PTX: the linker; NVVM IR:
+# libNVVM), also the valid combinations of a program cache key.
+_SUPPORTED_TARGETS = {
+    "c++": ("ptx", "cubin", "ltoir"),
+    "ptx": ("cubin", "ptx"),
+    "nvvm": ("ptx", "ltoir"),
+}
 
 
 def read_log(handle, get_size, get_log, check):
@@ -22,13 +31,10 @@ def read_log(handle, get_size, get_log, check):
     ``get_size``/``get_log`` are the library's log size and log functions;
     ``check`` raises for a failed status.  An empty log is ``""``.
     """
-    size = ffi.new("size_t *")
-    check(get_size(handle, size))
-    if size[0] <= 1:
-        return ""
-    buf = ffi.new("char[]", size[0])
-    check(get_log(handle, buf))
-    return ffi.string(buf).decode("utf-8", "backslashreplace")
+    text, status = _read_log(get_size, get_log, handle, "backslashreplace")
+    if status:
+        check(status)
+    return text
 
 
 # -- the default architecture ------------------------------------------------------
@@ -46,13 +52,9 @@ def _device_arch(owner):
 
 
 def _query_device_arch():
-    """Return ``("sm_XY", None)`` from ``Device()``, or ``(None, reason)``."""
+    """Return ``("sm_XY", None)`` for ``Device()``'s device, or ``(None, reason)``."""
     try:
-        from cuda_core._device import Device
-    except ImportError as e:  # pragma: no cover - only while the package is partial
-        return None, f"the device module is unavailable: {e}"
-    try:
-        return f"sm_{Device().arch}", None
+        return f"sm_{_current_device_arch()}", None
     except CUDAError as e:
         return None, str(e).splitlines()[0]
 

@@ -18,7 +18,7 @@ import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import DeviceResources
-from cuda_core._errors import check
+from cuda_core._errors import CUDAError, check
 from cuda_core._utils import as_int_handle, require_open
 
 __all__ = ["Context"]
@@ -285,3 +285,53 @@ def _context_of(c_ctx):
     if green is not None:
         return green
     return Context._from_ctx(c_ctx, _device_of_ctx(c_ctx))
+
+
+def _current_device_id():
+    """Return the device ordinal of the calling thread's current context.
+
+    Raises
+    ------
+    CUDAError
+        If no context is current, or the driver fails.
+    """
+    c_ctx = _current_ctx()
+    if c_ctx == ffi.NULL:
+        raise CUDAError("no CUDA context is current; call Device.set_current() first")
+    out = _bufs().dev
+    check(lib.cuCtxGetDevice(out))
+    return int(out[0])
+
+
+def _current_device_id_or_none():
+    """Return the device of the calling thread's current context, or None.
+
+    None when no driver is loadable, the driver is not initialized, or no
+    context is current (nothing is initialized here).
+    """
+    out = _bufs()
+    if lib.cuCtxGetCurrent(out.ctx) or out.ctx[0] == ffi.NULL:
+        return None
+    if lib.cuCtxGetDevice(out.dev):
+        return None
+    return int(out.dev[0])
+
+
+def _current_device_arch():
+    """Return the compute capability digits (``"90"``) of ``Device()``'s device.
+
+    That is the device of the calling thread's current context, or device 0
+    where no context is current; only the driver is asked.
+    """
+    check(lib.cuInit(0))
+    c_ctx = _current_ctx()
+    device_id = 0 if c_ctx == ffi.NULL else _device_of_ctx(c_ctx)
+    out = _bufs().i32
+    check(
+        lib.cuDeviceGetAttribute(out, lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_id)
+    )
+    major = out[0]
+    check(
+        lib.cuDeviceGetAttribute(out, lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_id)
+    )
+    return f"{major}{out[0]}"

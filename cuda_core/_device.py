@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
+import cuda_core._slots as _slots
 from cuda_core._context import (
     Context,
     _context_of,
@@ -29,10 +30,10 @@ from cuda_core._device_resources import _DEVICE_TYPE, DeviceResources
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._green_context import create_green_context
+from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
-from cuda_core._stream_protocol import _as_index, _graph_builder_type
 from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
-from cuda_core._utils import require_open
+from cuda_core._utils import index_or_none, require_open
 from cuda_core.system._device import Device as _SystemDevice
 from cuda_core.system._device import cuda_device_class as _cuda_device_slot
 from cuda_core.texture._factories import TextureFactories
@@ -346,7 +347,7 @@ class Device(TextureFactories):
         GraphBuilder
         """
         self._check_initialized()
-        builder = _graph_builder_type()
+        builder = _slots.GraphBuilder
         if builder is None:
             raise ImportError(
                 "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
@@ -462,15 +463,11 @@ class Device(TextureFactories):
         """
         mr = self._memory_resource
         if mr is None:
-            from cuda_core._memory import _default_memory_resource
-
             mr = self._memory_resource = _default_memory_resource(self)
         return mr
 
     @memory_resource.setter
     def memory_resource(self, mr):
-        from cuda_core._memory import MemoryResource
-
         if not isinstance(mr, MemoryResource):
             raise TypeError(f"memory_resource must be a MemoryResource, not {type(mr).__name__}")
         self._memory_resource = mr
@@ -549,7 +546,7 @@ def _lookup_device(cls, device_id):
             check(lib.cuCtxGetDevice(dev_out))
             device_id = int(dev_out[0])
     else:
-        value = _as_index(device_id)
+        value = index_or_none(device_id)
         if value is None:
             raise TypeError(
                 f"device_id must be an int, a Device or None, not {type(device_id).__name__}"
@@ -578,5 +575,6 @@ def _retain_primary(device_id):
     return c_ctx
 
 
+_slots.Device = Device
 _DEVICE_TYPE.append(Device)  # WorkqueueResource.device
 _cuda_device_slot.append(Device)  # system.Device.to_cuda_device() returns this class

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check_allowing
 
 __all__ = ["DeviceAttributeNotSupportedError", "DeviceProperties"]
 
@@ -387,6 +387,7 @@ _UNCACHED = frozenset(
 )
 
 _UNSUPPORTED = object()  # cache marker for attributes the driver rejected
+_UNKNOWN = (lib.CUDA_ERROR_INVALID_VALUE,)  # how the driver rejects them
 
 
 class DeviceAttributeNotSupportedError(AttributeError):
@@ -452,12 +453,10 @@ class DeviceProperties:
             out = _tls.int_out
         except AttributeError:
             out = _tls.int_out = ffi.new("int *")
-        status = lib.cuDeviceGetAttribute(out, c_attr, self._device_id)
-        if status == lib.CUDA_ERROR_INVALID_VALUE:
-            # The documented answer for an attribute this driver/GPU does not know.
-            return _UNSUPPORTED
-        check(status)
-        return out[0]
+        # INVALID_VALUE: the documented answer for an attribute this driver/GPU does not know.
+        if check_allowing(lib.cuDeviceGetAttribute(out, c_attr, self._device_id), _UNKNOWN):
+            return out[0]
+        return _UNSUPPORTED
 
     def _unsupported(self, name):
         return DeviceAttributeNotSupportedError(

@@ -22,12 +22,17 @@ __all__ = [
     "NVRTCError",
     "NVVMError",
     "check",
+    "check_allowing",
     "check_nvjitlink",
     "check_nvrtc",
     "check_nvvm",
+    "destroy_or_warn",
     "driver_error",
+    "driver_not_found_error",
     "in_forked_child",
+    "read_log",
     "shown_as",
+    "status_in",
     "warn_cuda",
 ]
 
@@ -288,17 +293,15 @@ def _missing_symbol_message(status):
 def driver_error(status, context=None):
     """Build the exception for a failed driver status (does not raise it)."""
     if status == lib.CC_LIB_NOT_LOADED:
-        from cuda_core._loader import driver_not_found_error
-
         return driver_not_found_error()
     name, text = _driver_name_and_text(status)
-    missing = _missing_symbol_message(status) if status == 801 else None
+    missing = _missing_symbol_message(status) if status == lib.CUDA_ERROR_NOT_SUPPORTED else None
     message = f"{name}: {text}"
     if missing:
         message += f" ({missing})"
     if context:
         message += f" [{context}]"
-    if status == 3 and in_forked_child():  # CUDA_ERROR_NOT_INITIALIZED after fork()
+    if status == lib.CUDA_ERROR_NOT_INITIALIZED and in_forked_child():  # after fork()
         message += f" ({_FORK_HINT})"
     return CUDAError(message, code=int(status), name=name)
 
@@ -309,15 +312,36 @@ def check(status, context=None):
         raise driver_error(status, context)
 
 
-def _library_not_loaded(which):
-    from cuda_core._loader import ensure_loaded
+def driver_not_found_error():
+    """Return the exception describing why the CUDA driver is unavailable."""
+    reason = ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
+    return LibraryNotFoundError(
+        "the CUDA driver could not be loaded: "
+        f"{reason or 'unknown reason'}. Searched: the system loader for libcuda.so.1 "
+        "(the driver is never taken from a wheel or a toolkit). "
+        "Fix: install the NVIDIA driver on a machine with an NVIDIA GPU, "
+        "or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH."
+    )
 
-    ensure_loaded(which)  # raises LibraryNotFoundError with the search report
+
+# Registration slot: cuda_core._loader (above this module) puts its
+# ``ensure_loaded`` here when it is imported.
+_ensure_loaded = None
+
+
+def _library_not_loaded(which):
+    if _ensure_loaded is not None:
+        _ensure_loaded(which)  # raises LibraryNotFoundError with the search report
     return CUDAError(f"{which} was not loaded before use")
 
 
-def _read_log(get_size, get_log, handle):
-    """Read a compiler or linker log; a failure to read it raises."""
+def read_log(get_size, get_log, handle, decode_errors="replace"):
+    """Read a compiler or linker log: return ``(text, 0)``, or ``(None, status)``.
+
+    ``get_size``/``get_log`` are the library's log size and log functions; an
+    empty log is ``""``; bytes that are not UTF-8 are decoded with the codec
+    error handler ``decode_errors``.
+    """
     size = ffi.new("size_t *")
     status = get_size(handle, size)
     if status:
@@ -328,12 +352,12 @@ def _read_log(get_size, get_log, handle):
     status = get_log(handle, buf)
     if status:
         return None, status
-    return ffi.string(buf).decode(errors="replace"), 0
+    return ffi.string(buf).decode("utf-8", decode_errors), 0
 
 
 def nvrtc_log(prog):
     """Return the NVRTC program log of ``prog`` (checked)."""
-    text, status = _read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
+    text, status = read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
     if status:
         check_nvrtc(status)
     return text
@@ -358,7 +382,7 @@ def check_nvrtc(status, prog=None):
     log = None
     message = f"{name}: {text}"
     if prog is not None:
-        log_text, log_status = _read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
+        log_text, log_status = read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
         if log_status:
             message += f" (the compilation log could not be read: status {log_status})"
         else:
@@ -385,7 +409,7 @@ def check_nvjitlink(status, handle=None):
     message = f"{name}: {text}"
     log = None
     if handle is not None:
-        log_text, log_status = _read_log(
+        log_text, log_status = read_log(
             lib.nvJitLinkGetErrorLogSize, lib.nvJitLinkGetErrorLog, handle
         )
         if log_status:
@@ -413,7 +437,7 @@ def check_nvvm(status, prog=None):
     message = f"{name}: {text}"
     log = None
     if prog is not None:
-        log_text, log_status = _read_log(lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog)
+        log_text, log_status = read_log(lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog)
         if log_status:
             message += f"\nNVVM program log could not be read (status {log_status})"
         else:
@@ -422,16 +446,60 @@ def check_nvvm(status, prog=None):
     raise NVVMError(message, code=int(status), name=name, log=log)
 
 
-def warn_cuda(what, status, stacklevel=2):
+def destroy_or_warn(destroy, what):
+    """Return a finalizer body: ``destroy(handle)``, warning (:func:`warn_cuda`) on failure.
+
+    In a child created by ``fork()`` the handle belongs to the parent: it is
+    left alone.  ``what`` names the call in the warning, e.g.
+    ``"cuStreamDestroy (Stream finalizer)"``.
+    """
+
+    def finalize(handle):
+        if in_forked_child():
+            return
+        status = destroy(handle)
+        if status:
+            warn_cuda(what, status)
+
+    return finalize
+
+
+def check_allowing(status, allowed, context=None):
+    """Return True on success, False for a status in ``allowed``; raise for any other.
+
+    For calls where some failures are answers, not errors
+    (``CUDA_ERROR_NOT_READY`` from ``cuEventQuery``): ``allowed`` is a tuple
+    of the driver codes the caller expects.
+    """
+    if not status:
+        return True
+    if status in allowed:
+        return False
+    raise driver_error(status, context)
+
+
+def status_in(status, codes):
+    """Return whether ``status`` (a status code, or a :class:`CUDAError`) is one of ``codes``."""
+    if isinstance(status, CUDAError):
+        status = status.code
+    return status in codes
+
+
+def warn_cuda(what, status, stacklevel=2, done=()):
     """Report a failure that cannot be raised (finalizers, callbacks).
 
     ``CUDA_ERROR_DEINITIALIZED`` (the driver shutting down at exit) is not
     reported: nothing can be done about it and the memory is gone anyway.
     Neither is anything in a child created by ``fork()`` after its parent
     loaded the driver (see :func:`in_forked_child`): the objects it inherited
-    belong to the parent.
+    belong to the parent.  ``done`` names statuses (``"CUDA_ERROR_..."``)
+    with which the call still did the caller's job, e.g.
+    ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`` from ``cuStreamEndCapture``:
+    the capture has ended, with nothing left to discard.
     """
-    if status in (0, 4) or in_forked_child():
+    if status in (0, lib.CUDA_ERROR_DEINITIALIZED) or in_forked_child():
+        return
+    if done and any(status == getattr(lib, name) for name in done):
         return
     err = driver_error(status)
     warnings.warn(f"{what} failed: {err}", CUDAWarning, stacklevel=stacklevel + 1)

@@ -20,14 +20,18 @@ import sys
 import threading
 from dataclasses import dataclass
 
+import cuda_core._slots as _slots
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
     check,
+    check_allowing,
+    destroy_or_warn,
     driver_error,
     in_forked_child,
     shown_as,
+    status_in,
     warn_cuda,
 )
 from cuda_core._utils import (
@@ -44,8 +48,8 @@ __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 _BLOCKING_SYNC = lib.CU_EVENT_BLOCKING_SYNC
 _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
-_NOT_READY = lib.CUDA_ERROR_NOT_READY
-_INVALID_HANDLE = lib.CUDA_ERROR_INVALID_HANDLE
+_NOT_READY = (lib.CUDA_ERROR_NOT_READY,)
+_INVALID_HANDLE = (lib.CUDA_ERROR_INVALID_HANDLE,)
 # The messages of Event - Event, as cuda.core words them.
 _ELAPSED_TIMING_DISABLED = (
     "Both Events must be created with timing enabled in order to subtract them; use "
@@ -195,12 +199,12 @@ class Event:
         status = lib.cuEventElapsedTime(out, other._handle, self._handle)
         if not status:
             return out[0]
-        if status == _INVALID_HANDLE:
+        if status_in(status, _INVALID_HANDLE):
             if (self._flags | other._flags) & _DISABLE_TIMING:
                 message = _ELAPSED_TIMING_DISABLED
             else:
                 message = _ELAPSED_NOT_RECORDED
-        elif status == _NOT_READY:
+        elif status_in(status, _NOT_READY):
             message = _ELAPSED_NOT_COMPLETED
         else:
             check(status, "cuEventElapsedTime")
@@ -322,13 +326,7 @@ class Event:
         """
         if self._closed:
             require_open(self, True, "Event")
-        status = lib.cuEventQuery(self._handle)
-        if not status:
-            return True
-        if status == _NOT_READY:
-            return False
-        check(status)
-        return False  # pragma: no cover - check() raised
+        return check_allowing(lib.cuEventQuery(self._handle), _NOT_READY)
 
     @property
     def handle(self):
@@ -342,9 +340,7 @@ class Event:
         """Device: The device this event was created on (None if unknown)."""
         if self._ctx is None:
             return None
-        from cuda_core._device import Device
-
-        return Device(self._ctx._device_id)
+        return _slots.Device(self._ctx._device_id)
 
     @property
     def context(self):
@@ -448,16 +444,8 @@ class IPCEventDescriptor:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _destroy_event(c_event):
-    """Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
-
-    In a child created by ``fork()`` the event belongs to the parent: left alone.
-    """
-    if in_forked_child():
-        return
-    status = lib.cuEventDestroy(c_event)
-    if status:
-        warn_cuda("cuEventDestroy (Event finalizer)", status)
+#: Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
+_destroy_event = destroy_or_warn(lib.cuEventDestroy, "cuEventDestroy (Event finalizer)")
 
 
 class _EventShare:

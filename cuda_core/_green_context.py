@@ -21,7 +21,7 @@ import typing
 import weakref
 from dataclasses import dataclass
 
-from cuda_core import _context
+import cuda_core._context as _context
 from cuda_core._context import Context, _bufs
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import (
@@ -33,11 +33,13 @@ from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._stream import _OWNED, _OpenStream
 from cuda_core._stream_options import StreamOptions, _priority_range
 from cuda_core._utils import as_int_handle, check_or_create_options
+from cuda_core.typing import _register
 
 __all__ = ["ContextOptions", "DeviceResourcesType"]
 
 #: The resources a green context is made of (:attr:`ContextOptions.resources`).
 DeviceResourcesType = typing.Sequence[typing.Union[SMResource, WorkqueueResource]]
+_register(DeviceResourcesType=DeviceResourcesType)
 
 
 @dataclass

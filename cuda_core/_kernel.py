@@ -23,9 +23,10 @@ from collections import namedtuple
 
 from cuda_core._arg_plan import _NO_PLAN
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check
+from cuda_core._errors import CUDAError, check, check_allowing, status_in
 from cuda_core._kernel_attributes import KernelAttributes
 from cuda_core._kernel_occupancy import KernelOccupancy
+from cuda_core._loader import driver_at_least, driver_version, format_cuda_version
 from cuda_core._utils import as_int_handle
 
 __all__ = ["Kernel", "ParamInfo"]
@@ -33,13 +34,13 @@ __all__ = ["Kernel", "ParamInfo"]
 #: One kernel parameter: its byte offset in the parameter block and its size.
 ParamInfo = namedtuple("ParamInfo", ["offset", "size"])
 
-_INVALID_VALUE = 1
+_INVALID_VALUE = (lib.CUDA_ERROR_INVALID_VALUE,)
 _MAX_HANDLE = 2 ** (8 * ffi.sizeof("void *")) - 1
 
 #: CUkernel address -> the ObjectCode whose library it came from, for the
 #: kernels cuda_core obtained itself (what Kernel.from_handle can know).
 _KERNEL_LIBRARIES = weakref.WeakValueDictionary()
-_PARAM_INFO_MIN_DRIVER = 12040
+_PARAM_INFO_MIN_DRIVER = (12, 4)
 
 
 class Kernel:
@@ -225,9 +226,7 @@ class Kernel:
         if info is not None:
             return info
         self._require_open()
-        from cuda_core._loader import driver_version
-
-        if driver_version() < _PARAM_INFO_MIN_DRIVER:
+        if not driver_at_least(*_PARAM_INFO_MIN_DRIVER):
             self._param_info = False
             raise NotImplementedError(_param_info_unsupported_message())
         offset = ffi.new("size_t *")
@@ -236,13 +235,10 @@ class Kernel:
         index = 0
         while True:
             status = lib.cuKernelGetParamInfo(self._handle, index, offset, size)
-            if status == 0:
-                result.append(ParamInfo(offset=int(offset[0]), size=int(size[0])))
-                index += 1
-                continue
-            if status != _INVALID_VALUE:
-                check(status, f"cuKernelGetParamInfo(index={index})")
-            break
+            if not check_allowing(status, _INVALID_VALUE, f"cuKernelGetParamInfo(index={index})"):
+                break
+            result.append(ParamInfo(offset=int(offset[0]), size=int(size[0])))
+            index += 1
         # INVALID_VALUE at ``index``: accept it as the end of the list only when
         # it is consistent with being the end.
         _confirm_end_of_params(self._handle, index, result, offset, size)
@@ -318,13 +314,10 @@ _NO_MODULE = _NoModule()
 
 
 def _param_info_unsupported_message():
-    from cuda_core._loader import driver_version
-
-    ver = driver_version()
     return (
-        "Driver version 12.4 or newer is required for this function (cuKernelGetParamInfo). "
-        f"Using driver version {ver // 1000}.{(ver % 1000) // 10}"
-    )
+        "Driver version {}.{} or newer is required for this function (cuKernelGetParamInfo). "
+        "Using driver version {}"
+    ).format(*_PARAM_INFO_MIN_DRIVER, format_cuda_version(driver_version()))
 
 
 def _confirm_end_of_params(c_kernel, count, result, offset, size):
@@ -337,13 +330,13 @@ def _confirm_end_of_params(c_kernel, count, result, offset, size):
     # A valid handle: any attribute query succeeds (an invalid one raises here).
     out = ffi.new("int *")
     dev = ffi.new("CUdevice *")
-    if lib.cuCtxGetDevice(dev) == 0:
+    if not lib.cuCtxGetDevice(dev):
         check(
             lib.cuKernelGetAttribute(out, lib.CU_FUNC_ATTRIBUTE_NUM_REGS, c_kernel, dev[0]),
             "cuKernelGetAttribute (validating the kernel while enumerating its parameters)",
         )
     status = lib.cuKernelGetParamInfo(c_kernel, count + 1, offset, size)
-    if status != _INVALID_VALUE:
+    if not status_in(status, _INVALID_VALUE):
         raise CUDAError(
             f"cuKernelGetParamInfo reported the end of the parameter list at index {count} "
             f"but returned status {status} for index {count + 1}: inconsistent parameter "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import weakref
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import index_or_none
@@ -65,15 +66,13 @@ class KernelAttributes:
         KernelAttributes
             A view sharing this view's cache.
         """
-        from cuda_core._device import Device
-
-        if isinstance(device, Device):
+        if isinstance(device, _slots.Device):
             device_id = device.device_id
         else:
             index = index_or_none(device)
             if index is None:
                 raise TypeError(f"device must be a Device or an int, not {type(device).__name__}")
-            device_id = Device(index).device_id
+            device_id = _slots.Device(index).device_id
         kernel = self._kernel()
         return KernelAttributes._init(kernel, self._cache, device_id)
 
@@ -90,9 +89,7 @@ class KernelAttributes:
     def _get(self, attribute):
         device_id = self._device_id
         if device_id is None:
-            from cuda_core._device import Device
-
-            device_id = Device().device_id
+            device_id = _slots.Device().device_id
         kernel = self._kernel()
         kernel._require_open()  # cached values too: a closed kernel has no attributes
         key = (device_id, attribute)

@@ -12,6 +12,8 @@ from collections import namedtuple
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._launch_config import _coerce_config
+from cuda_core._stream import _as_open_stream
 from cuda_core._utils import check_nonnegative_int, index_or_none
 
 __all__ = ["KernelOccupancy", "MaxPotentialBlockSizeOccupancyResult"]
@@ -185,9 +187,6 @@ class KernelOccupancy:
         return self._cluster_query(lib.cuOccupancyMaxActiveClusters, config, stream)
 
     def _cluster_query(self, fn, config, stream):
-        from cuda_core._launch_config import _coerce_config
-        from cuda_core._stream import _as_open_stream
-
         config = _coerce_config(config)
         s = _as_open_stream(stream)
         c_config, keep = config._to_cu_launch_config(s._handle)

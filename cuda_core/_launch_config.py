@@ -11,6 +11,8 @@ configuration is rebuilt per launch.
 
 from __future__ import annotations
 
+import cuda_core._slots as _slots
+from cuda_core._context import _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, shown_as
 from cuda_core._utils import as_int_handle, index_or_none
@@ -134,7 +136,7 @@ class LaunchConfig:
         self._pss = bool(programmatic_stream_serialization)
         _native_dims(self._grid, self._cluster)  # the products must fit too
         if self._cluster is not None or self._is_cooperative:
-            device_id = _current_device_id()
+            device_id = _current_device_id_or_none()
             if device_id is not None:
                 _check_device_support(self, device_id)
 
@@ -385,29 +387,12 @@ def _native_dims(grid, cluster):
     return dims
 
 
-def _current_device_id():
-    """Return the device of the calling thread's current context, or None.
-
-    None when no driver is loadable, the driver is not initialized, or no
-    context is current (nothing is initialized here).
-    """
-    out = ffi.new("CUcontext *")
-    if lib.cuCtxGetCurrent(out) != 0 or out[0] == ffi.NULL:
-        return None
-    dev = ffi.new("CUdevice *")
-    if lib.cuCtxGetDevice(dev) != 0:
-        return None
-    return int(dev[0])
-
-
 def _check_device_support(config, device_id):
     """Raise CUDAError if ``device_id`` cannot launch ``config`` (cached per device)."""
     checked = config._checked
     if checked is not None and device_id in checked:
         return
-    from cuda_core._device import Device
-
-    dev = Device(device_id)
+    dev = _slots.Device(device_id)
     if config._cluster is not None:
         cc = tuple(dev.compute_capability)
         if cc < (9, 0):

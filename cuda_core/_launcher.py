@@ -32,13 +32,13 @@ from __future__ import annotations
 import warnings
 from math import prod
 
+import cuda_core._slots as _slots
 from cuda_core._arg_plan import _IS_PYPY, _slow_fill, _slow_pack, _thread_state, _tls
 from cuda_core._cuda_ffi import lib
 from cuda_core._errors import check
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig, _check_device_support
 from cuda_core._stream import Stream, _as_stream, _OpenStream
-from cuda_core._stream_protocol import _graph_builder_type
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["launch"]
@@ -184,8 +184,9 @@ def _accept_stream(stream):
             "stream is required and must not be None; pass device.default_stream "
             "explicitly to use the default stream."
         )
-    builder = _graph_builder_type()
+    builder = _slots.GraphBuilder
     if builder is not None and isinstance(stream, builder):
+        stream._require_open()  # a closed builder has no stream to launch on
         return stream.stream
     if hasattr(stream, "__cuda_stream__"):
         wrapped = _as_stream(stream, "stream")

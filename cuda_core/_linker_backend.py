@@ -11,6 +11,7 @@ import threading
 import warnings
 
 from cuda_core._errors import LibraryNotFoundError, NVJitLinkError
+from cuda_core._loader import ensure_loaded, install_hint, nvjitlink_version
 from cuda_core.typing import CompilerBackendType
 
 __all__ = ["which_backend"]
@@ -38,8 +39,6 @@ def which_backend(stacklevel):
 
 def _decide_backend():
     """Return ``(backend, reason_for_fallback_or_None)``."""
-    from cuda_core._loader import ensure_loaded, install_hint, nvjitlink_version
-
     def fallback(why):
         return CompilerBackendType.DRIVER, (
             f"{why}; the CUDA driver's cuLink* API will be used for linking instead; it "

@@ -8,7 +8,6 @@ keys and values for the driver's ``cuLinkCreate``.
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from cuda_core._compile_common import (
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._linker_backend import which_backend
+from cuda_core._utils import as_list
 from cuda_core.typing import CompilerBackendType
 
 __all__ = ["LinkerOptions"]
@@ -206,11 +206,11 @@ class LinkerOptions:
             value = getattr(self, field)
             if value is not None:
                 out.append(f"-{flag}={'true' if value else 'false'}")
-        out.extend(f"-kernels-used={k}" for k in _as_list(self.kernels_used))
-        out.extend(f"-variables-used={v}" for v in _as_list(self.variables_used))
+        out.extend(f"-kernels-used={k}" for k in as_list(self.kernels_used))
+        out.extend(f"-variables-used={v}" for v in as_list(self.variables_used))
         if self.optimize_unused_variables:
             out.append("-optimize-unused-variables")
-        out.extend(f"-Xptxas={o}" for o in _as_list(self.ptxas_options))
+        out.extend(f"-Xptxas={o}" for o in as_list(self.ptxas_options))
         if self.split_compile is not None:
             out.append(f"-split-compile={int(self.split_compile)}")
         if self.split_compile_extended is not None:
@@ -297,11 +297,3 @@ def _jit_target(arch):
 
 def _as_void(value):
     return ffi.cast("void *", int(value))
-
-
-def _as_list(value):
-    if value is None:
-        return []
-    if isinstance(value, (str, os.PathLike)):
-        return [os.fspath(value)]
-    return [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]

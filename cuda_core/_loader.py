@@ -28,13 +28,25 @@ import site
 import sys
 import threading
 
+import cuda_core._errors as _errors
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, LibraryNotFoundError, driver_error
+from cuda_core._errors import (
+    CUDAError,
+    LibraryNotFoundError,
+    check,
+    check_nvjitlink,
+    check_nvrtc,
+    check_nvvm,
+    driver_error,
+    driver_not_found_error,
+)
 
 __all__ = [
     "driver_not_found_error",
+    "driver_at_least",
     "driver_version",
     "ensure_loaded",
+    "format_cuda_version",
     "install_hint",
     "libdevice_path",
     "library_path",
@@ -43,10 +55,12 @@ __all__ = [
     "nvjitlink_version",
     "nvrtc_version",
     "nvvm_version",
+    "require_driver",
     "WHEELS",
 ]
 
 _LOCK = threading.Lock()
+_DRIVER_VERSION = []  # [version] once asked
 
 # name -> (index in the extension, env var, wheel-relative candidates,
 #          toolkit-relative candidates, system-loader names, CUDA 13 wheel;
@@ -218,7 +232,7 @@ def load_driver():
     """Load the CUDA driver (``libcuda.so.1``) from the system loader."""
     if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
         if lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED:
-            raise driver_error(3)  # CUDA_ERROR_NOT_INITIALIZED, with the fork() hint
+            raise driver_error(lib.CUDA_ERROR_NOT_INITIALIZED)  # with the fork() hint
         raise driver_not_found_error()
 
 
@@ -268,18 +282,6 @@ def load_nvml():
         )
 
 
-def driver_not_found_error():
-    """Return the exception describing why the CUDA driver is unavailable."""
-    reason = ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
-    return LibraryNotFoundError(
-        "the CUDA driver could not be loaded: "
-        f"{reason or 'unknown reason'}. Searched: the system loader for libcuda.so.1 "
-        "(the driver is never taken from a wheel or a toolkit). "
-        "Fix: install the NVIDIA driver on a machine with an NVIDIA GPU, "
-        "or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH."
-    )
-
-
 def library_path(name):
     """Return the file the loaded library ``name`` came from, or None."""
     index = lib.CC_LIB_DRIVER if name == "driver" else _LIBS[name][0]
@@ -290,18 +292,41 @@ def library_path(name):
 
 
 def driver_version():
-    """Return the driver's CUDA version as an int (e.g. 13000)."""
-    from cuda_core._errors import check
-
+    """Return the driver's CUDA version as an int (e.g. 13000), asked once per process."""
+    if _DRIVER_VERSION:
+        return _DRIVER_VERSION[0]
     out = ffi.new("int *")
     check(lib.cuDriverGetVersion(out))
+    _DRIVER_VERSION[:] = [out[0]]
     return out[0]
+
+
+def format_cuda_version(version):
+    """Return a CUDA version int (``12030``) as ``"12.3"``."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def driver_at_least(major, minor):
+    """Return whether the driver supports CUDA ``major.minor``."""
+    return driver_version() >= major * 1000 + minor * 10
+
+
+def require_driver(major, minor, what, error=CUDAError):
+    """Raise ``error`` unless the driver supports CUDA ``major.minor``, naming ``what``.
+
+    The message reads "Driver version 12.2 does not support <what> (needs
+    CUDA 12.3 or newer)".
+    """
+    have = driver_version()
+    if have < major * 1000 + minor * 10:
+        raise error(
+            f"Driver version {format_cuda_version(have)} does not support {what} "
+            f"(needs CUDA {major}.{minor} or newer)"
+        )
 
 
 def nvrtc_version():
     """Return NVRTC's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvrtc
-
     ensure_loaded("nvrtc")
     v = ffi.new("int[2]")
     check_nvrtc(lib.nvrtcVersion(v, v + 1))
@@ -310,8 +335,6 @@ def nvrtc_version():
 
 def nvjitlink_version():
     """Return nvJitLink's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvjitlink
-
     ensure_loaded("nvjitlink")
     v = ffi.new("unsigned int[2]")
     check_nvjitlink(lib.nvJitLinkVersion(v, v + 1))
@@ -320,8 +343,6 @@ def nvjitlink_version():
 
 def nvvm_version():
     """Return libNVVM's ``(major, minor)``, loading it if needed."""
-    from cuda_core._errors import check_nvvm
-
     ensure_loaded("nvvm")
     v = ffi.new("int[2]")
     check_nvvm(lib.nvvmVersion(v, v + 1))
@@ -345,3 +366,6 @@ def libdevice_path():
         if os.path.exists(c):
             return os.path.normpath(c)
     return None
+
+
+_errors._ensure_loaded = ensure_loaded

@@ -15,6 +15,7 @@ import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error, warn_cuda
+from cuda_core._kernel import Kernel
 from cuda_core._utils import as_int_handle
 
 __all__ = ["ObjectCode"]
@@ -168,19 +169,8 @@ class ObjectCode:
     def from_ptx(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from PTX.
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The PTX text as bytes, or the path of a PTX file (a ``str`` is
-            always a path).
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the PTX text as bytes, or the path of a PTX file (a ``str`` is always a path).
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "ptx", name=name, symbol_mapping=symbol_mapping)
 
@@ -188,18 +178,8 @@ class ObjectCode:
     def from_ltoir(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from LTO-IR (an input for :class:`~cuda_core.Linker`).
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The LTO-IR in memory, or the path of an LTO-IR file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the LTO-IR in memory, or the path of an LTO-IR file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "ltoir", name=name, symbol_mapping=symbol_mapping)
 
@@ -207,18 +187,8 @@ class ObjectCode:
     def from_fatbin(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from a fat binary.
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The fatbin in memory, or the path of a fatbin file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the fatbin in memory, or the path of a fatbin file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "fatbin", name=name, symbol_mapping=symbol_mapping)
 
@@ -226,18 +196,8 @@ class ObjectCode:
     def from_object(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from a relocatable object (an input for linking).
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The object in memory, or the path of an object file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the object in memory, or the path of an object file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "object", name=name, symbol_mapping=symbol_mapping)
 
@@ -245,18 +205,8 @@ class ObjectCode:
     def from_library(module, *, name="", symbol_mapping=None):
         """Create an :class:`ObjectCode` from a device library archive (an input for linking).
 
-        Parameters
-        ----------
-        module : bytes, bytearray, str or os.PathLike
-            The archive in memory, or the path of a library file.
-        name : str, optional
-            A human-readable name for this code object.
-        symbol_mapping : dict, optional
-            Name to mangled-symbol mapping used by :meth:`get_kernel`.
-
-        Returns
-        -------
-        ObjectCode
+        ``module``: the archive in memory, or the path of a library file.
+        The other parameters and the result are those of :meth:`from_cubin`.
         """
         return ObjectCode._init(module, "library", name=name, symbol_mapping=symbol_mapping)
 
@@ -298,8 +248,6 @@ class ObjectCode:
         c_lib = self._library()
         out = ffi.new("CUkernel *")
         check(lib.cuLibraryGetKernel(out, c_lib, symbol), f"kernel {name!r}")
-        from cuda_core._kernel import Kernel
-
         return Kernel._from_object_code(out[0], self)
 
     def close(self):

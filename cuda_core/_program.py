@@ -13,7 +13,7 @@ import threading
 import warnings
 import weakref
 
-from cuda_core._compile_common import read_log
+from cuda_core._compile_common import _SUPPORTED_TARGETS, read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
@@ -23,8 +23,16 @@ from cuda_core._errors import (
     check_nvvm,
     nvrtc_log,
     shown_as,
+    status_in,
 )
 from cuda_core._linker import Linker
+from cuda_core._loader import (
+    driver_at_least,
+    ensure_loaded,
+    install_hint,
+    libdevice_path,
+    nvrtc_version,
+)
 from cuda_core._module import ObjectCode
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
 from cuda_core._utils import as_int_handle, check_or_create_options
@@ -32,13 +40,6 @@ from cuda_core.typing import CompilerBackendType, PCHStatusType
 
 __all__ = ["Program"]
 
-# The targets each code type compiles to (C++: NVRTC; PTX: the linker; NVVM IR:
-# libNVVM), also the valid combinations of a program cache key.
-_SUPPORTED_TARGETS = {
-    "c++": ("ptx", "cubin", "ltoir"),
-    "ptx": ("cubin", "ptx"),
-    "nvvm": ("ptx", "ltoir"),
-}
 _SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
 
 _PTX_LOADABLE = []  # memo for _driver_ptx_state(): [state] once known
@@ -100,8 +101,6 @@ class Program:
                 raise ValueError(
                     "extra_sources is not supported by the NVRTC backend (C++ code_type)"
                 )
-            from cuda_core._loader import ensure_loaded
-
             ensure_loaded("nvrtc")
             self._backend = CompilerBackendType.NVRTC
             self._code_bytes = code.encode()
@@ -121,8 +120,6 @@ class Program:
                 code_bytes = bytes(code)
             else:
                 raise TypeError("NVVM IR code must be provided as str, bytes, or bytearray")
-            from cuda_core._loader import ensure_loaded
-
             ensure_loaded("nvvm")
             self._backend = CompilerBackendType.NVVM
             self._new_nvvm_program(code_bytes)
@@ -392,8 +389,6 @@ class Program:
         return ObjectCode._init(data, target_type, name=self._options.name, symbol_mapping=mapping)
 
     def _compile_nvvm(self, target_type, logs):
-        from cuda_core._loader import install_hint, libdevice_path
-
         prog = self._box[0]
         flags = self._options.as_bytes("nvvm", target_type)
         c_flags = [ffi.new("char[]", f) for f in flags]
@@ -545,13 +540,13 @@ def _pch_status(prog):
     ``cuEventQuery``) its codes are interpreted here instead of raised.
     """
     status = lib.nvrtcGetPCHCreateStatus(prog)
-    if status == lib.NVRTC_SUCCESS:
+    if not status:
         return PCHStatusType.CREATED, None
-    if status == lib.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED:
+    if status_in(status, (lib.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED,)):
         return None
-    if status == lib.NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED:
+    if status_in(status, (lib.NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED,)):
         return PCHStatusType.NOT_ATTEMPTED, None
-    if status == lib.CC_MISSING_SYMBOL:
+    if status_in(status, (lib.CC_MISSING_SYMBOL,)):
         raise RuntimeError(
             "PCH was requested but the loaded NVRTC does not support the PCH APIs; "
             "update to CUDA 12.8 or newer"
@@ -566,15 +561,11 @@ def _driver_ptx_state():
     """Return True/False (driver can/cannot load NVRTC's PTX) or None (no driver)."""
     if _PTX_LOADABLE:
         return _PTX_LOADABLE[0]
-    from cuda_core._loader import driver_version, nvrtc_version
-
     major, minor = nvrtc_version()
     try:
-        driver = driver_version()
+        state = driver_at_least(major, minor)
     except CUDAError:  # includes LibraryNotFoundError: no driver
         state = None
-    else:
-        state = major * 1000 + minor * 10 <= driver
     _PTX_LOADABLE.append(state)
     return state
 

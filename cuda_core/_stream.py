@@ -12,6 +12,7 @@ in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
 
 from __future__ import annotations
 
+import cuda_core._slots as _slots
 from cuda_core._context import (
     _bufs,
     _context_of,
@@ -21,14 +22,15 @@ from cuda_core._context import (
     _tls,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, in_forked_child, shown_as, warn_cuda
+from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream_options import _LEAST_PRIORITY, StreamOptions, _priority_range
-from cuda_core._stream_protocol import _as_index, _graph_builder_type, _stream_address
+from cuda_core._stream_protocol import _stream_address
 from cuda_core._utils import (
     as_int_handle,
     check_or_create_options,
     handle_finalizer,
+    index_or_none,
     open_class,
     open_handle_methods,
     require_open,
@@ -295,7 +297,7 @@ class Stream:
         -------
         Stream
         """
-        address = _as_index(handle)
+        address = index_or_none(handle)
         if address is None:
             raise TypeError(
                 f"handle must be an int (a stream address), not {type(handle).__name__}"
@@ -313,7 +315,7 @@ class Stream:
         """
         if self._closed:
             require_open(self, True, "Stream")
-        builder = _graph_builder_type()
+        builder = _slots.GraphBuilder
         if builder is None:
             raise ImportError(
                 "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
@@ -384,16 +386,14 @@ class Stream:
         For the default streams this is the device of the calling thread's
         current context.
         """
-        from cuda_core._device import Device
-
         if self._closed:
             require_open(self, True, "Stream")
         ctx = self._event_context()
         if ctx is None:
             ctx = _context_of(_current_ctx())
             if ctx is None:
-                return Device()
-        return Device(ctx._device_id)
+                return _slots.Device()
+        return _slots.Device(ctx._device_id)
 
     @property
     def context(self):
@@ -445,7 +445,7 @@ def _as_stream(obj, what="stream"):
     """
     if isinstance(obj, Stream):
         return obj
-    builder = _graph_builder_type()
+    builder = _slots.GraphBuilder
     if builder is not None and isinstance(obj, builder):
         stream = obj.stream
         if stream is None:  # a closed builder has no stream
@@ -470,16 +470,8 @@ def _as_open_stream(obj, what="stream"):
     return obj
 
 
-def _destroy_stream(c_stream):
-    """Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
-
-    In a child created by ``fork()`` the stream belongs to the parent: left alone.
-    """
-    if in_forked_child():
-        return
-    status = lib.cuStreamDestroy(c_stream)
-    if status:
-        warn_cuda("cuStreamDestroy (Stream finalizer)", status)
+#: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
+_destroy_stream = destroy_or_warn(lib.cuStreamDestroy, "cuStreamDestroy (Stream finalizer)")
 
 
 def _create_stream(cls, options, ctx):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._stream_protocol import _as_index
+from cuda_core._utils import index_or_none
 
 __all__ = ["StreamOptions"]
 
@@ -60,7 +60,7 @@ class StreamOptions:
             )
         priority = self.priority
         if priority is not None:
-            value = _as_index(priority)
+            value = index_or_none(priority)
             if value is None:
                 raise TypeError(
                     "StreamOptions.priority must be an int or None, got "

@@ -11,24 +11,11 @@ turns them into streams).
 
 from __future__ import annotations
 
-import operator
 import warnings
 
+from cuda_core._utils import index_or_none
+
 __all__ = []
-
-_GRAPH_BUILDER = []  # [class or None] once looked up
-
-
-def _graph_builder_type():
-    """Return cuda_core.graph.GraphBuilder, or None where graphs are unavailable."""
-    if _GRAPH_BUILDER:
-        return _GRAPH_BUILDER[0]
-    try:
-        from cuda_core.graph import GraphBuilder
-    except ImportError:
-        return None  # not cached: the module may be importable later
-    _GRAPH_BUILDER.append(GraphBuilder)
-    return GraphBuilder
 
 
 def _stream_address(obj):
@@ -70,7 +57,7 @@ def _stream_address(obj):
             f"got {info[0]!r}"
         )
     raw = info[1]
-    address = _as_index(raw)
+    address = index_or_none(raw)
     if address is None:
         raise TypeError(
             f"the stream address returned by obj.__cuda_stream__ must be an int, "
@@ -82,20 +69,3 @@ def _stream_address(obj):
             f"got {address}"
         )
     return address
-
-
-def _as_index(value):
-    """Return ``value`` as an int (``operator.index``), or None for a non-integer.
-
-    Bools (also NumPy's), classes and objects whose ``__index__`` fails
-    (``int`` itself, multi-element arrays) are not integers.
-    """
-    if isinstance(value, (bool, type)):
-        return None
-    tp = type(value)
-    if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
-        return None  # numpy.bool_ is a bool, however NumPy treats it as an index
-    try:
-        return operator.index(value)
-    except Exception:  # noqa: BLE001 - any failure means "not an integer"
-        return None

@@ -190,10 +190,7 @@ class TensorMapDescriptor:
             l2_promotion,
             oob_fill,
         )
-        self, dims, strides, elem = _begin(
-            cls, view, opts.data_type, "TensorMapDescriptor._from_tiled"
-        )
-        rank = len(dims)
+        self, rank, elem = _begin(cls, view, opts.data_type, "TensorMapDescriptor._from_tiled")
         if not 1 <= rank <= 5:
             raise ValueError(f"Tensor rank must be between 1 and 5, got {rank}")
         box = opts.box_dim
@@ -205,6 +202,7 @@ class TensorMapDescriptor:
             if not 1 <= b <= 256:
                 raise ValueError(f"box_dim[{i}] must be in [1, 256], got {b}")
         estrides = _element_strides(opts.element_strides, rank)
+        dims, strides = _byte_layout(view, elem)
         if opts.interleave == TensorMapInterleave.NONE:
             row = box[-1] * _DATA_TYPE_SIZE[self._repr_info[2]]
             if row % 16:
@@ -265,10 +263,9 @@ class TensorMapDescriptor:
             view problems of :meth:`_from_tiled`.
         """
         _check_enums(interleave, swizzle, l2_promotion, oob_fill)
-        self, dims, strides, _ = _begin(
+        self, rank, elem = _begin(
             cls, view, _normalize_data_type(data_type), "TensorMapDescriptor._from_im2col"
         )
-        rank = len(dims)
         if not 3 <= rank <= 5:
             raise ValueError(f"Im2col tensor rank must be between 3 and 5, got {rank}")
         spatial = rank - 2
@@ -286,6 +283,7 @@ class TensorMapDescriptor:
             None if element_strides is None else _int_tuple("element_strides", element_strides),
             rank,
         )
+        dims, strides = _byte_layout(view, elem)
         c_dims, c_strides = _driver_layout(dims, strides)
         status = lib.cuTensorMapEncodeIm2col(
             self._map,
@@ -338,16 +336,16 @@ class TensorMapDescriptor:
         """
         _check_enums(interleave, swizzle, l2_promotion, oob_fill)
         mode = _require_enum("mode", mode, TensorMapIm2ColWideMode)
-        self, dims, strides, _ = _begin(
+        self, rank, elem = _begin(
             cls, view, _normalize_data_type(data_type), "TensorMapDescriptor._from_im2col_wide"
         )
-        rank = len(dims)
         if not 3 <= rank <= 5:
             raise ValueError(f"Im2col-wide tensor rank must be between 3 and 5, got {rank}")
         estrides = _element_strides(
             None if element_strides is None else _int_tuple("element_strides", element_strides),
             rank,
         )
+        dims, strides = _byte_layout(view, elem)
         c_dims, c_strides = _driver_layout(dims, strides)
         status = lib.cuTensorMapEncodeIm2colWide(
             self._map,
@@ -456,10 +454,10 @@ def _coerce_options(box_dim, options, element_strides, data_type, interleave, sw
 
 
 def _begin(cls, view, data_type, operation):
-    """Check ``view``; return (descriptor, dims, byte strides, element size).
+    """Check ``view``; return (descriptor, rank, element size).
 
-    ``dims`` and ``strides`` are row-major, in elements of the tensor map's
-    data type and in bytes; the innermost dimension is contiguous.
+    The layout (``_byte_layout``) is checked afterwards, as upstream does:
+    the rank and box checks come first.
     """
     _check_view(view)
     c_ctx = _current_ctx()
@@ -471,7 +469,7 @@ def _begin(cls, view, data_type, operation):
     _require_view_device(view, device_id, operation)
     dtype = _resolve_data_type(view, data_type)
     elem = _DATA_TYPE_SIZE[dtype]
-    dims, strides = _byte_layout(view, elem)
+    rank = len(tuple(view.shape))
     self = object.__new__(cls)
     self._storage = ffi.new("char[]", _MAP_SIZE + _MAP_ALIGN)
     base = as_int_handle(self._storage)
@@ -480,8 +478,8 @@ def _begin(cls, view, data_type, operation):
     self._view_ref = view
     self._context = as_int_handle(c_ctx)
     self._device_id = device_id
-    self._repr_info = [None, len(dims), dtype, None]
-    return self, dims, strides, elem
+    self._repr_info = [None, rank, dtype, None]
+    return self, rank, elem
 
 
 def _finish(self, method, swizzle):

@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 import operator
+import os
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import check
 
 __all__ = [
+    "SIZE_MAX",
+    "as_address",
     "as_int_handle",
+    "as_list",
+    "as_size",
     "check_nonnegative_int",
     "check_or_create_options",
     "handle_finalizer",
@@ -47,12 +52,12 @@ def check_or_create_options(cls, options, desc, *, keep_none=False):
 def index_or_none(value):
     """Return ``value`` as a Python int (``operator.index``), or None if it is no integer.
 
-    Bools (Python's and NumPy's) are not integers here, and neither is an
-    object whose ``__index__`` fails (the class ``int`` itself, a NumPy array
-    of more than one element): callers turn None into a TypeError that names
-    their argument.
+    Bools (Python's and NumPy's) are not integers here, and neither is a
+    class or an object whose ``__index__`` fails (a NumPy array of more than
+    one element): callers turn None into a TypeError that names their
+    argument.
     """
-    if isinstance(value, bool):
+    if isinstance(value, (bool, type)):
         return None
     tp = type(value)
     if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
@@ -61,6 +66,44 @@ def index_or_none(value):
         return operator.index(value)
     except Exception:  # noqa: BLE001 - any failure means "not an integer"
         return None
+
+
+#: The largest ``size_t`` / ``CUdeviceptr`` value.
+SIZE_MAX = (1 << 64) - 1
+
+
+def as_size(value, what="size"):
+    """Return ``value`` as a ``size_t`` int, raising TypeError/ValueError naming ``what``."""
+    if value.__class__ is not int or value < 0:
+        value = check_nonnegative_int(value, what)
+    if value > SIZE_MAX:
+        raise ValueError(f"{what} {value} does not fit in size_t (2**64 - 1 at most)")
+    return value
+
+
+def as_address(value, what, accepted):
+    """Return ``value`` as an address in ``[0, 2**64)``.
+
+    A non-integer raises TypeError saying ``what`` must be ``accepted``
+    (e.g. ``"an int address or a Buffer"``).
+    """
+    if value.__class__ is not int:
+        index = index_or_none(value)
+        if index is None:
+            raise TypeError(f"{what} must be {accepted}, not {type(value).__name__}")
+        value = index
+    if not 0 <= value <= SIZE_MAX:
+        raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
+    return value
+
+
+def as_list(value, scalars=(str, os.PathLike)):
+    """Return ``value`` as a list: None is empty, an instance of ``scalars`` one item."""
+    if value is None:
+        return []
+    if isinstance(value, scalars):
+        return [value]
+    return list(value)
 
 
 def check_nonnegative_int(value, what):

@@ -38,19 +38,12 @@ __all__ = [
     "WorkqueueSharingScopeType",
 ]
 
-# Enumerations defined beside the classes that use them, re-exported here
-# lazily (importing them eagerly would import those subsystems).
-_LAZY = {
-    "DeviceResourcesType": "cuda_core._green_context",
-    "GraphConditionalType": "cuda_core.graph._types",
-    "GraphMemoryType": "cuda_core.graph._types",
-    "ManagedMemoryLocationType": "cuda_core._memory._managed_memory_resource",
-    "VirtualMemoryAccessType": "cuda_core._memory._virtual_memory_resource",
-    "VirtualMemoryAllocationType": "cuda_core._memory._virtual_memory_resource",
-    "VirtualMemoryGranularityType": "cuda_core._memory._virtual_memory_resource",
-    "VirtualMemoryHandleType": "cuda_core._memory._virtual_memory_resource",
-    "VirtualMemoryLocationType": "cuda_core._memory._virtual_memory_resource",
-}
+# DeviceResourcesType (cuda_core._green_context), GraphConditionalType,
+# GraphMemoryType (cuda_core.graph._types), ManagedMemoryLocationType and the
+# VirtualMemory* enumerations (cuda_core._memory) are defined beside the
+# classes that use them, in higher layers: each of those modules registers
+# its enumerations here (``_register``) when it is imported, and ``import
+# cuda_core`` imports them all.
 
 
 class IsStreamType(typing.Protocol):
@@ -70,15 +63,11 @@ DevicePointerType = typing.Optional[int]
 ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cuda_core.typing' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+def _register(*enums, **aliases):
+    """Publish enumerations (and named type aliases) defined in a higher layer here."""
+    for e in enums:
+        globals()[e.__name__] = e
+    globals().update(aliases)
 
 
 if hasattr(enum, "StrEnum"):  # Python 3.11+: the standard base, as in ``cuda.core``

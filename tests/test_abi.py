@@ -323,25 +323,39 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
     with open(typedefs_h) as f:
         text = f.read()
     lines = ["#include <cuda.h>", "#include <cudaTypedefs.h>"]
+    variants = _pfn_variants(text)
     # The OpenGL-interop entry points' PFN types live in cudaGLTypedefs.h,
-    # which needs <GL/gl.h>: checked where those headers are present.
+    # which includes <GL/gl.h> for the two GL types it names.  Where no GL
+    # headers are installed, a stand-in declares just those two, as the
+    # OpenGL ABI defines them (32-bit unsigned ints).
+    include_dirs = [os.path.dirname(cuda_h)]
+    gl_variants = {}
     gl_typedefs = os.path.join(os.path.dirname(cuda_h), "cudaGLTypedefs.h")
-    if os.path.exists(gl_typedefs) and _compiles(["#include <GL/gl.h>"], tmp_path):
+    if os.path.exists(gl_typedefs):
         with open(gl_typedefs) as f:
-            text += f.read()
+            gl_variants = _pfn_variants(f.read())
         lines.append("#include <cudaGLTypedefs.h>")
+        if not _compiles(["#include <GL/gl.h>"], tmp_path):
+            (tmp_path / "gl" / "GL").mkdir(parents=True)
+            (tmp_path / "gl" / "GL" / "gl.h").write_text(
+                "typedef unsigned int GLenum;\ntypedef unsigned int GLuint;\n"
+            )
+            include_dirs.append(str(tmp_path / "gl"))
+    for base, versions in gl_variants.items():
+        variants.setdefault(base, []).extend(versions)
     with open(cuda_h) as f:
         header_version = int(re.search(r"#define CUDA_VERSION (\d+)", f.read()).group(1))
-    variants = {}
-    for base, ver in re.findall(r"\*\s*PFN_(\w+?)_v(\d+)\)", text):
-        variants.setdefault(base, []).append(int(ver))
     unresolvable = []
     newer = []
+    unchecked = []
     checked = 0
     for name, base, version, restype, params in _driver_signatures():
         usable = [v for v in variants.get(base, []) if v <= version]
         if not usable and version > header_version:
             newer.append(name)  # an API newer than this header: cannot be checked here
+            continue
+        if not usable and base.startswith("cuGraphicsGL") and not gl_variants:
+            unchecked.append(name)  # this toolkit installs no cudaGLTypedefs.h
             continue
         if not usable:
             unresolvable.append(f"{name} @{version}: variants {sorted(variants.get(base, []))}")
@@ -365,8 +379,7 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
             cc,
             "-Werror=incompatible-pointer-types",
             "-Wno-unused-variable",
-            "-I",
-            os.path.dirname(cuda_h),
+            *(f"-I{d}" for d in include_dirs),
             "-c",
             str(src),
             "-o",
@@ -379,8 +392,17 @@ def test_driver_entry_point_versions_match_typedefs(tmp_path):
     assert r.returncode == 0, f"{len(errors)} signature mismatches:\n" + "\n".join(errors[:40])
     print(
         f"{checked} driver entry points checked against cudaTypedefs.h; newer than this "
-        f"header: {', '.join(newer) or 'none'}"
+        f"header: {', '.join(newer) or 'none'}; without cudaGLTypedefs.h: "
+        f"{', '.join(unchecked) or 'none'}"
     )
+
+
+def _pfn_variants(text):
+    """Map each base name to the versions of its ``PFN_<name>_v<version>`` typedefs."""
+    variants = {}
+    for base, ver in re.findall(r"\*\s*PFN_(\w+?)_v(\d+)\)", text):
+        variants.setdefault(base, []).append(int(ver))
+    return variants
 
 
 def _compiles(lines, tmp_path):

@@ -449,20 +449,16 @@ def test_destroyed_nodes_keep_their_recorded_properties(device, stream, kernels)
     stream.sync()
     mc = gdef.memcpy(d, h.handle, 16)
     ms = gdef.memset(h, 7, 16)
-    alloc = gdef.allocate(64)
-    free = alloc.deallocate(alloc.dptr)
     rec = gdef.record(ev)
     cb = gdef.callback(print)
     before = {
         "kn": (kn.grid, kn.block, kn.shmem_size, kn.kernel, kn.config),
         "mc": (mc.dst, mc.src, mc.size),
         "ms": (ms.dptr, ms.value, ms.element_size, ms.width, ms.height, ms.pitch),
-        "alloc": (alloc.dptr, alloc.bytesize, alloc.device_id, alloc.memory_type),
-        "free": free.dptr,
         "rec": rec.event,
         "cb": cb.callback,
     }
-    for node in (kn, mc, ms, free, alloc, rec, cb):
+    for node in (kn, mc, ms, rec, cb):
         node.destroy()
         node.destroy()  # a no-op
         assert not node.is_valid
@@ -474,13 +470,31 @@ def test_destroyed_nodes_keep_their_recorded_properties(device, stream, kernels)
         "kn": (kn.grid, kn.block, kn.shmem_size, kn.kernel, kn.config),
         "mc": (mc.dst, mc.src, mc.size),
         "ms": (ms.dptr, ms.value, ms.element_size, ms.width, ms.height, ms.pitch),
-        "alloc": (alloc.dptr, alloc.bytesize, alloc.device_id, alloc.memory_type),
-        "free": free.dptr,
         "rec": rec.event,
         "cb": cb.callback,
     }
     assert after == before
     assert before["kn"][:3] == ((2, 1, 1), (32, 1, 1), 16)
+    gdef.close()
+    d.close(stream)
+    stream.sync()
+
+
+@gpu
+def test_nodes_of_a_graph_with_memory_nodes_cannot_be_destroyed(device):
+    # The driver forbids deleting any node of a graph that holds allocation
+    # or free nodes; the refusal leaves the nodes as they were.
+    gdef = GraphDefinition()
+    first = gdef.empty()
+    alloc = first.allocate(64)
+    free = alloc.deallocate(alloc.dptr)
+    before = (alloc.dptr, alloc.bytesize, alloc.device_id, alloc.memory_type, free.dptr)
+    for node in (first, free, alloc):
+        with pytest.raises(CUDAError, match="^CUDA_ERROR_NOT_SUPPORTED"):
+            node.destroy()
+        assert node.is_valid and node.handle is not None
+    assert (alloc.dptr, alloc.bytesize, alloc.device_id, alloc.memory_type, free.dptr) == before
+    assert set(alloc.pred) == {first} and set(free.pred) == {alloc}
     gdef.close()
 
 

@@ -211,7 +211,7 @@ def test_launch_on_foreign_stream_warns_and_runs(device, stream):
             np.testing.assert_array_equal(out, value + np.arange(N, dtype=np.int32))
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # the explicit conversion does not warn
-            out = _run(Stream(foreign), stream, k, device, 3)
+            out = _run(Stream.from_handle(foreign.__cuda_stream__()[1]), stream, k, device, 3)
         np.testing.assert_array_equal(out, 3 + np.arange(N, dtype=np.int32))
     finally:
         code.close()

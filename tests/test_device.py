@@ -363,10 +363,10 @@ def test_memory_resource_default_and_allocate(device, stream):
 
 @pytest.mark.gpu
 def test_create_graph_builder_owns_a_new_stream(device):
+    from cuda_core import _slots
     from cuda_core._stream import _as_stream
-    from cuda_core._stream_protocol import _graph_builder_type
 
-    builder_type = _graph_builder_type()
+    builder_type = _slots.GraphBuilder
     if builder_type is None:
         pytest.skip("cuda_core.graph is not available")
     builder = device.create_graph_builder()
@@ -381,18 +381,12 @@ def test_create_graph_builder_owns_a_new_stream(device):
 
 @pytest.mark.gpu
 def test_create_graph_builder_without_graph_module(device):
-    from cuda_core._stream_protocol import _graph_builder_type
+    from cuda_core import _slots
 
-    if _graph_builder_type() is not None:
+    if _slots.GraphBuilder is not None:
         pytest.skip("cuda_core.graph is available; the graph tests cover the builder")
     with pytest.raises(ImportError, match="GraphBuilder"):
         device.create_graph_builder()
-
-
-@pytest.mark.gpu
-def test_create_context_is_not_supported(device):
-    with pytest.raises(NotImplementedError, match="green"):
-        device.create_context()
 
 
 @pytest.mark.gpu

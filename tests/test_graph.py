@@ -232,8 +232,14 @@ def test_join_builders_of_different_graphs_fails_in_the_driver(device):
     b = device.create_graph_builder().begin_building()
     with pytest.raises(CUDAError):
         GraphBuilder.join(a, b)
-    a.close()
-    b.close()
+    # The refused dependency invalidated both captures: ending them reports
+    # it, as upstream's close() does, and the builders are closed regardless.
+    for gb in (a, b):
+        with pytest.raises(CUDAError, match="^CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"):
+            gb.close()
+        gb.close()  # idempotent
+        with pytest.raises(RuntimeError, match="closed"):
+            gb.begin_building()
 
 
 def test_builder_misuse_raises(device, stream, k):

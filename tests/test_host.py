@@ -19,7 +19,7 @@ import pytest
 from cuda_core import (
     Device,
     Host,
-    ManagedMemoryResource,
+    ManagedBuffer,
     PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 )
@@ -64,6 +64,19 @@ def test_exclusive_and_immutable():
 def test_pickle_keeps_identity():
     for h in (Host(), Host(numa_id=5), Host.numa_current()):
         assert pickle.loads(pickle.dumps(h)) is h
+
+
+def test_accessed_by_refuses_numa_hosts_before_the_driver():
+    # A made-up range: the check comes before any driver call.
+    buf = ManagedBuffer.from_handle(0x100000, 4096)
+    for host, kind in ((Host(numa_id=0), "host_numa"), (Host.numa_current(), "host_numa_current")):
+        with pytest.raises(
+            ValueError, match=f"^advise 'set_accessed_by' does not support location_type='{kind}'$"
+        ):
+            buf.accessed_by.add(host)
+        with pytest.raises(ValueError, match=f"location_type='{kind}'"):
+            buf.accessed_by = [Host(), host]
+        buf.accessed_by.discard(host)  # never a member: nothing to do
 
 
 # --------------------------------------------------------------------------
@@ -129,31 +142,50 @@ def _range_attr(buf, attribute):
 
 @pytest.fixture
 def managed_buffer(device, stream):
+    """A ``cuMemAllocManaged`` range, freed at the end of the test.
+
+    Advice is documented for ``cuMemAllocManaged`` memory; ranges of a managed
+    pool refuse some advice (CUDA_ERROR_NOT_SUPPORTED), and advice left on a
+    pool's pages would follow them into other tests' allocations.
+    """
     if not device.properties.concurrent_managed_access:
         pytest.skip("the device has no concurrent managed access")
+    size = 1 << 20
+    out = ffi.new("CUdeviceptr *")
+    check(lib.cuMemAllocManaged(out, size, lib.CU_MEM_ATTACH_GLOBAL))
+    buf = ManagedBuffer.from_handle(int(out[0]), size)
     try:
-        mr = ManagedMemoryResource()
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
-    buf = mr.allocate(1 << 20, stream=stream)
-    stream.sync()
-    yield buf
-    buf.close(stream)
+        yield buf
+    finally:
+        buf.close()
+        stream.sync()
+        check(lib.cuMemFree(int(out[0])))
 
 
 @pytest.mark.gpu
 def test_managed_preferred_location_round_trips(device, managed_buffer, host_numa):
     buf = managed_buffer
-    buf.preferred_location = host_numa
-    assert buf.preferred_location == host_numa
-    assert _range_attr(buf, lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE) == (
-        lib.CU_MEM_LOCATION_TYPE_HOST_NUMA
-    )
-    assert _range_attr(buf, lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID) == host_numa.numa_id
+    assert buf.preferred_location is None
     buf.preferred_location = Host()
     assert buf.preferred_location is Host()
+    assert _range_attr(buf, lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE) == (
+        lib.CU_MEM_LOCATION_TYPE_HOST
+    )
     buf.preferred_location = device
     assert buf.preferred_location == device
+    buf.preferred_location = None
+    assert buf.preferred_location is None
+    # A host NUMA node: the property reports what the driver recorded.
+    buf.preferred_location = host_numa
+    kind = _range_attr(buf, lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
+    if kind != lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        assert kind == lib.CU_MEM_LOCATION_TYPE_INVALID and buf.preferred_location is None
+        pytest.skip(
+            "this driver accepts a host-NUMA preferred location but does not record it "
+            "(the range reports no preferred location)"
+        )
+    assert _range_attr(buf, lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID) == host_numa.numa_id
+    assert buf.preferred_location == host_numa
     buf.preferred_location = None
     assert buf.preferred_location is None
 
@@ -180,6 +212,13 @@ def test_managed_prefetch_to_host_numa(device, stream, managed_buffer, host_numa
 @pytest.mark.gpu
 def test_managed_accessed_by_host(managed_buffer, host_numa):
     buf = managed_buffer
+    # The driver takes accessed-by advice for devices and the plain host only.
+    for numa_host, kind in ((host_numa, "host_numa"), (Host.numa_current(), "host_numa_current")):
+        with pytest.raises(ValueError, match=f"does not support location_type='{kind}'"):
+            buf.accessed_by.add(numa_host)
+        with pytest.raises(ValueError, match=f"does not support location_type='{kind}'"):
+            buf.accessed_by = {Host(), numa_host}
+    assert len(buf.accessed_by) == 0  # the refused assignments changed nothing
     buf.accessed_by.add(Host())
     assert Host() in buf.accessed_by and list(buf.accessed_by) == [Host()]
     buf.accessed_by.discard(host_numa)  # never a member: no effect

@@ -17,6 +17,7 @@ from cuda_core import (
     Buffer,
     ManagedBuffer,
     ManagedMemoryResource,
+    ManagedMemoryResourceOptions,
     MemoryResource,
 )
 from cuda_core._cuda_ffi import ffi, lib
@@ -287,12 +288,17 @@ def test_discard_batch_then_rewrite(device, stream, managed):
         _fill_host(buf, 0xAB)
     prefetch_batch(stream, bufs, device)
     discard_batch(stream, bufs)
-    # The discarded contents are indeterminate; writing makes them defined again.
-    for i, buf in enumerate(bufs):
-        buf.fill(0x30 + i, stream=stream)
+    # The driver leaves any access that overlaps a discard undefined, and
+    # the contents stay indeterminate until written: the discard completes
+    # before the rewrite starts, and the rewritten pages are prefetched to
+    # the host before the host reads them.
     stream.sync()
     for i, buf in enumerate(bufs):
-        assert (_host_values(buf) == 0x30 + i).all()
+        buf.fill(0x30 + i, stream=stream)
+    prefetch_batch(stream, bufs, -1)
+    stream.sync()
+    for i, buf in enumerate(bufs):
+        assert (_host_values(buf) == 0x30 + i).all(), i
     # The single-buffer form, then a write from the host.
     bufs[0].discard(stream=stream)
     stream.sync()
@@ -326,22 +332,32 @@ def test_discard_prefetch_batch(device, stream, managed):
 
 @pytest.mark.gpu
 def test_managed_pool_buffers_batch(device, stream, managed):
-    """Buffers of a ManagedMemoryResource pool take the batch calls too."""
+    """Buffers of a ManagedMemoryResource pool take the batch calls too.
+
+    The pool is this test's own, destroyed at the end: discarded pages never
+    go back to the device's default managed pool, whose later allocations
+    other tests read from the host.
+    """
     del managed  # only its skips
-    mr = ManagedMemoryResource()
+    mr = ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location=device.device_id))
     bufs = [mr.allocate(SIZE, stream=stream) for _ in range(3)]
-    for i, buf in enumerate(bufs):
-        buf.fill(0x20 + i, stream=stream)
-    prefetch_batch(stream, bufs, device)
-    discard_prefetch_batch(stream, bufs[:2], -1)
-    bufs[0].fill(0x61, stream=stream)
-    bufs[1].fill(0x62, stream=stream)
-    stream.sync()
-    assert [int(_host_values(b)[0]) for b in bufs] == [0x61, 0x62, 0x22]
-    assert (_host_values(bufs[2]) == 0x22).all()
-    for buf in bufs:
-        buf.close(stream)
-    stream.sync()
+    try:
+        for i, buf in enumerate(bufs):
+            buf.fill(0x20 + i, stream=stream)
+        prefetch_batch(stream, bufs, device)
+        discard_prefetch_batch(stream, bufs[:2], -1)
+        stream.sync()  # the discard is complete before the ranges are written again
+        bufs[0].fill(0x61, stream=stream)
+        bufs[1].fill(0x62, stream=stream)
+        prefetch_batch(stream, bufs, -1)
+        stream.sync()
+        for buf, value in zip(bufs, (0x61, 0x62, 0x22)):
+            assert (_host_values(buf) == value).all(), hex(value)
+    finally:
+        for buf in bufs:
+            buf.close(stream)
+        stream.sync()
+        mr.close()
 
 
 @pytest.mark.gpu

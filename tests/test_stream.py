@@ -547,9 +547,9 @@ def test_finalizer_destroys_only_unclosed_owned_streams(device, monkeypatch):
 
 @pytest.mark.gpu
 def test_create_graph_builder_on_this_stream(stream):
-    from cuda_core._stream_protocol import _graph_builder_type
+    from cuda_core import _slots
 
-    if _graph_builder_type() is None:
+    if _slots.GraphBuilder is None:
         pytest.skip("cuda_core.graph is not available")
     builder = stream.create_graph_builder()
     try:
@@ -562,9 +562,9 @@ def test_create_graph_builder_on_this_stream(stream):
 
 @pytest.mark.gpu
 def test_create_graph_builder_without_graph_module(stream):
-    from cuda_core._stream_protocol import _graph_builder_type
+    from cuda_core import _slots
 
-    if _graph_builder_type() is not None:
+    if _slots.GraphBuilder is not None:
         pytest.skip("cuda_core.graph is available; the graph tests cover the builder")
     with pytest.raises(ImportError, match="GraphBuilder"):
         stream.create_graph_builder()

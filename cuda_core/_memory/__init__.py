@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
 from cuda_core._memory._buffer import *  # noqa: F403
 from cuda_core._memory._buffer import __all__ as _buffer_all
 from cuda_core._memory._device_memory_resource import *  # noqa: F403
@@ -43,9 +45,6 @@ def _default_memory_resource(device):
     memory pools are supported, otherwise a ``_SynchronousMemoryResource``
     (``cuMemAlloc``/``cuMemFree``).
     """
-    from cuda_core._cuda_ffi import ffi, lib
-    from cuda_core._errors import check
-
     dev_id = device if isinstance(device, int) else device.device_id
     supported = ffi.new("int *")
     check(

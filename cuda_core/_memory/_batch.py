@@ -30,7 +30,6 @@ _LOC_HOST = lib.CU_MEM_LOCATION_TYPE_HOST
 _LOC_HOST_NUMA = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA
 _LOC_HOST_NUMA_CURRENT = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
 
-_DRIVER_VERSION = []  # [int] once read
 
 # Filling a C array from a list of ints: on CPython array.array converts
 # about ten times faster than ffi.new; on PyPy ffi.new is the faster one.
@@ -145,11 +144,8 @@ def run_starts(values):
     return starts
 
 
-def current_driver_version():
-    """Return the driver's CUDA version (read once per process)."""
-    if not _DRIVER_VERSION:
-        _DRIVER_VERSION.append(driver_version())
-    return _DRIVER_VERSION[0]
+#: The driver's CUDA version (asked once per process, by the loader).
+current_driver_version = driver_version
 
 
 def hex_address(address):

@@ -10,13 +10,13 @@ when it is garbage collected (see ``_release``).
 
 from __future__ import annotations
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
-from cuda_core._memory import _dlpack
+from cuda_core._memory import _dlpack, _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
-    _as_size,
     _check_no_options,
     _parse_fill_value,
     _query_memory_attrs,
@@ -31,6 +31,7 @@ from cuda_core._memory._release import (
     _Release,
 )
 from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._utils import as_size as _as_size
 from cuda_core._utils import open_class, require_open
 
 __all__ = ["Buffer"]
@@ -126,12 +127,7 @@ class Buffer:
                 f"Sorry, not supported: dl_device={tuple(dl_device)} (this buffer lives on "
                 f"{self.__dlpack_device__()})"
             )
-        if max_version is None:
-            versioned = False
-        else:
-            if not isinstance(max_version, tuple) or len(max_version) != 2:
-                raise BufferError(f"Expected max_version tuple[int, int], got {max_version!r}")
-            versioned = max_version >= (1, 0)
+        versioned = _dlpack.wants_versioned(max_version)
         return _dlpack.make_py_capsule(self, versioned)
 
     def __dlpack_device__(self):
@@ -283,8 +279,6 @@ class Buffer:
         The descriptor comes from another process; import descriptors only
         from trusted peers.
         """
-        from cuda_core._memory import _ipc
-
         return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)
 
     def close(self, stream=None):
@@ -541,8 +535,6 @@ class Buffer:
         if extra is None:
             extra = self._extra = _Extra(None, None)
         if extra.ipc is None:
-            from cuda_core._memory import _ipc
-
             extra.ipc = _ipc.buffer_get_ipc_descriptor(self)
         return extra.ipc
 
@@ -573,8 +565,6 @@ def _reduce_helper(mr, ipc_descriptor):
     if status or c_ctx[0] == ffi.NULL:
         # A spawned process unpickles its arguments before running its
         # target: bind a context so the default stream can be used.
-        from cuda_core._device import Device
-
         device_id = mr.device_id
-        (Device(device_id) if device_id >= 0 else Device()).set_current()
+        (_slots.Device(device_id) if device_id >= 0 else _slots.Device()).set_current()
     return Buffer.from_ipc_descriptor(mr, ipc_descriptor, stream=_default_stream())

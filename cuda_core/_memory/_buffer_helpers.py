@@ -7,16 +7,13 @@ and the driver's view of a pointer (``_query_memory_attrs``).
 
 from __future__ import annotations
 
-import operator
 import sys
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check, shown_as
-from cuda_core._utils import as_int_handle
+from cuda_core._errors import check, shown_as, status_in
+from cuda_core._utils import as_address, as_int_handle, index_or_none
 
 __all__ = []
-
-_SIZE_MAX = (1 << 64) - 1
 
 
 def _as_address(ptr, what="ptr"):
@@ -32,19 +29,9 @@ def _as_address(ptr, what="ptr"):
     if ptr.__class__ is not int:
         if isinstance(ptr, ffi.CData):
             return as_int_handle(ptr)
-        if isinstance(ptr, bool):
-            raise TypeError(f"{what} must be an int address or a pointer object, not bool")
-        try:
-            ptr = operator.index(ptr)
-        except TypeError:
-            if not _is_bindings_handle(ptr):
-                raise TypeError(
-                    f"{what} must be an int address or a pointer object, not {type(ptr).__name__}"
-                ) from None
+        if index_or_none(ptr) is None and _is_bindings_handle(ptr):
             ptr = int(ptr)
-    if ptr < 0 or ptr > _SIZE_MAX:
-        raise ValueError(f"{what} must be an address in [0, 2**64), got {ptr}")
-    return ptr
+    return as_address(ptr, what, "an int address or a pointer object")
 
 
 def _is_bindings_handle(obj):
@@ -53,17 +40,6 @@ def _is_bindings_handle(obj):
     return module.startswith(("cuda.bindings.", "cuda.cuda", "cuda.ccuda")) and hasattr(
         obj, "__int__"
     )
-
-
-def _as_size(size):
-    if isinstance(size, bool) or not hasattr(size, "__index__"):
-        raise TypeError(f"size must be an int, not {type(size).__name__}")
-    size = size.__index__()
-    if size < 0:
-        raise ValueError(f"size must be >= 0, got {size}")
-    if size > _SIZE_MAX:
-        raise ValueError(f"size {size} does not fit in size_t (2**64 - 1 at most)")
-    return size
 
 
 def _check_no_options(options, what):
@@ -114,7 +90,7 @@ def _query_memory_attrs(c_ptr):
     )
     values = ffi.new("void *[3]", [memory_type, is_managed, device_id])
     status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
-    if status == lib.CUDA_ERROR_NOT_INITIALIZED:
+    if status_in(status, (lib.CUDA_ERROR_NOT_INITIALIZED,)):
         check(lib.cuInit(0))
         status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
     check(status, "cuPointerGetAttributes")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing.reduction
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _ipc
@@ -63,9 +64,7 @@ class DeviceMemoryResource(_MemPool):
     """
 
     def __init__(self, device_id, options=None):
-        from cuda_core._device import Device
-
-        dev_id = Device(device_id).device_id
+        dev_id = _slots.Device(device_id).device_id
         opts = check_or_create_options(
             DeviceMemoryResourceOptions, options, "DeviceMemoryResource options", keep_none=True
         )
@@ -107,9 +106,7 @@ class DeviceMemoryResource(_MemPool):
             A mapped resource (``is_mapped`` is True), registered under the
             exporter's UUID when the handle carries one.
         """
-        from cuda_core._device import Device
-
-        dev_id = Device(device_id).device_id
+        dev_id = _slots.Device(device_id).device_id
         return _ipc.mempool_from_allocation_handle(cls, alloc_handle, dev_id)
 
     @property

@@ -58,6 +58,18 @@ class DLDataTypeCode(enum.IntEnum):
     kDLBool = 6
 
 
+def wants_versioned(max_version):
+    """Return whether ``__dlpack__(max_version=...)`` asks for a versioned capsule.
+
+    Raises BufferError for a ``max_version`` that is not None or a pair.
+    """
+    if max_version is None:
+        return False
+    if not isinstance(max_version, tuple) or len(max_version) != 2:
+        raise BufferError(f"Expected max_version tuple[int, int], got {max_version!r}")
+    return max_version >= (1, 0)
+
+
 def classify_dl_device(buf):
     """Return the DLPack ``(device_type, device_id)`` pair of a buffer.
 
@@ -124,7 +136,7 @@ def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned
             c_strides,
             flags,
         )
-        if rc != 0:
+        if rc:
             raise BufferError("could not create the DLPack capsule")
         return _bridge[token]
     finally:

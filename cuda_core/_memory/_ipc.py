@@ -24,8 +24,9 @@ import warnings
 import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
-from cuda_core._memory._buffer import Buffer, _as_stream, _default_stream
+from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._utils import as_int_handle, require_open
 
 __all__ = ["IPCAllocationHandle", "IPCBufferDescriptor"]
@@ -297,8 +298,6 @@ def buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream):
     ffi.memmove(data.reserved, ipc_descriptor._payload, 64)
     c_ptr = ffi.new("CUdeviceptr *")
     check(lib.cuMemPoolImportPointer(c_ptr, mr._pool, data), "cuMemPoolImportPointer")
-    if not issubclass(cls, Buffer):
-        raise TypeError(f"{cls!r} is not a Buffer class")
     # The mapped pool is owned: it counts the imported buffer as outstanding.
     pool = getattr(mr, "_state", None)
     return cls._from_pool(as_int_handle(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool)

@@ -11,14 +11,15 @@ context instead (see :func:`_sync_before_free`).
 
 from __future__ import annotations
 
+import cuda_core._slots as _slots
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, _as_stream
-from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._utils import as_int_handle
+from cuda_core._utils import as_size as _as_size
 
 __all__ = ["LegacyPinnedMemoryResource", "_SynchronousMemoryResource"]
 
@@ -118,9 +119,7 @@ class _SynchronousMemoryResource(_SynchronousAllocatorResource):
     _free_name = "cuMemFree"
 
     def __init__(self, device_id):
-        from cuda_core._device import Device
-
-        self._device_id = Device(device_id).device_id
+        self._device_id = _slots.Device(device_id).device_id
 
     def __repr__(self):
         return f"<_SynchronousMemoryResource device_id={self._device_id}>"

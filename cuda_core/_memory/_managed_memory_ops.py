@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._loader import format_cuda_version
 from cuda_core._memory._batch import (
     coerce_buffers,
     current_driver_version,
@@ -199,7 +200,7 @@ def _require_batch_driver(what, api):
     if version < _BATCH_DRIVER:
         raise NotImplementedError(
             f"{what} requires a CUDA 13.0 or newer driver ({api}); this driver supports CUDA "
-            f"{version // 1000}.{version % 1000 // 10}"
+            f"{format_cuda_version(version)}"
         )
 
 

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._host import Host
+from cuda_core._loader import driver_at_least, require_driver
 from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_pool import _MemPool
+from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._utils import check_or_create_options, require_open
-from cuda_core.typing import _StrEnum
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = [
     "ManagedBuffer",
@@ -32,6 +35,9 @@ class ManagedMemoryLocationType(_StrEnum):
     DEVICE = "device"
     HOST = "host"
     HOST_NUMA = "host_numa"
+
+
+_register(ManagedMemoryLocationType)
 
 
 @dataclasses.dataclass
@@ -162,7 +168,7 @@ class ManagedBuffer(Buffer):
         ``Host(numa_id=N)``; with an older one every host location reads back
         as ``Host()``.
         """
-        if _driver_version() >= 13000:  # type and id: host NUMA nodes round-trip
+        if driver_at_least(13, 0):  # type and id: host NUMA nodes round-trip
             kind = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
             loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
             return _typed_location_object(kind, loc_id)
@@ -183,12 +189,11 @@ class ManagedBuffer(Buffer):
 
     @accessed_by.setter
     def accessed_by(self, locations):
-        view = AccessedBySet(self)
-        current = view._ids()
         target = {}
-        for loc in locations:
-            c_loc = _as_location(loc)
+        for loc in locations:  # every entry is checked before any advice changes
+            c_loc = _accessed_by_location(loc)
             target[_location_key(c_loc)] = c_loc
+        current = AccessedBySet(self)._ids()
         for key in current - set(target):
             self._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _location_from_key(key))
         for key, c_loc in target.items():
@@ -263,8 +268,16 @@ class AccessedBySet:
         return f"AccessedBySet({set(self)!r})"
 
     def add(self, location):
-        """Apply accessed-by advice for ``location``."""
-        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _as_location(location))
+        """Apply accessed-by advice for ``location``.
+
+        Raises
+        ------
+        ValueError
+            For a NUMA-specific Host (``Host(numa_id=N)``,
+            ``Host.numa_current()``): the driver takes accessed-by advice
+            only for devices and the plain host.
+        """
+        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _accessed_by_location(location))
 
     def discard(self, location):
         """Remove accessed-by advice for ``location``.
@@ -304,14 +317,7 @@ class ManagedMemoryResource(_MemPool):
             ManagedMemoryResourceOptions, options, "ManagedMemoryResource options", keep_none=True
         )
         check(lib.cuInit(0), "cuInit")
-        from cuda_core._loader import driver_version
-
-        version = driver_version()
-        if version < 13000:
-            raise RuntimeError(
-                "ManagedMemoryResource requires a CUDA 13.0 or newer driver (this driver "
-                f"supports CUDA {version // 1000}.{version % 1000 // 10})"
-            )
+        require_driver(13, 0, "ManagedMemoryResource", RuntimeError)
         loc_type, loc_id, self._preferred = _pool_location(opts)
         dev_id = loc_id if loc_type == lib.CU_MEM_LOCATION_TYPE_DEVICE else -1
         if opts is None:
@@ -367,8 +373,6 @@ def _pool_location(opts):
     if kind is ManagedMemoryLocationType.HOST:
         return lib.CU_MEM_LOCATION_TYPE_HOST, 0, (kind, None)
     if loc is None:
-        from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
-
         loc = _host_numa_id_for_current_device()
     return lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, loc, (kind, loc)
 
@@ -378,6 +382,18 @@ def _device_location(dev_id):
     c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
     c_loc.id = dev_id
     return c_loc
+
+
+def _accessed_by_location(location):
+    """``_as_location`` for accessed-by advice, which refuses host NUMA locations."""
+    c_loc = _as_location(location)
+    if c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        kind = "host_numa"
+    elif c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        kind = "host_numa_current"
+    else:
+        return c_loc
+    raise ValueError(f"advise 'set_accessed_by' does not support location_type='{kind}'")
 
 
 def _as_location(location):
@@ -433,9 +449,7 @@ def _location_object(loc_id):
         return None
     if loc_id == -1:
         return Host()
-    from cuda_core._device import Device
-
-    return Device(loc_id)
+    return _slots.Device(loc_id)
 
 
 def _typed_location_object(kind, loc_id):
@@ -449,9 +463,3 @@ def _typed_location_object(kind, loc_id):
     if kind == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
         return Host.numa_current()
     return None
-
-
-def _driver_version():
-    out = ffi.new("int *")
-    check(lib.cuDriverGetVersion(out))
-    return out[0]

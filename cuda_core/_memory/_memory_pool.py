@@ -12,9 +12,9 @@ location (not owned).  Allocation is ``cuMemAllocFromPoolAsync`` and freeing
 from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check, status_in
+from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
-from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._memory._pool_attributes import _MemPoolAttributes
@@ -23,6 +23,7 @@ from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _OpenStream
 from cuda_core._utils import as_int_handle, require_open
+from cuda_core._utils import as_size as _as_size
 
 __all__ = []
 
@@ -71,8 +72,6 @@ class _MemPool(MemoryResource):
 
     def _init_create_pool(self, loc_type, loc_id, alloc_type, ipc_enabled, max_size, dev_id):
         """Create an owned pool for the given location and allocation type."""
-        from cuda_core._memory import _ipc
-
         props = ffi.new("CUmemPoolProps *")
         props.allocType = alloc_type
         props.handleTypes = _ipc.IPC_HANDLE_TYPE if ipc_enabled else lib.CU_MEM_HANDLE_TYPE_NONE
@@ -304,8 +303,6 @@ class _MemPool(MemoryResource):
 
         If a resource is already registered with that key, it is returned.
         """
-        from cuda_core._memory import _ipc
-
         return _ipc.register(self, uuid)
 
     def __reduce__(self):
@@ -320,8 +317,6 @@ class _MemPool(MemoryResource):
         RuntimeError
             If none is registered.
         """
-        from cuda_core._memory import _ipc
-
         return _ipc.from_registry(uuid)
 
     _buffer_class = Buffer
@@ -330,7 +325,7 @@ class _MemPool(MemoryResource):
 def _raise_pool_alloc_error(mr, size):
     """Raise for a failed ``cc_pool_alloc`` (the status is kept in C)."""
     status = lib.cc_pool_alloc_status()
-    if status == lib.CC_STREAM_CAPTURING:
+    if status_in(status, (lib.CC_STREAM_CAPTURING,)):
         # Worded as cuda.core words it (its pool base class is ``_MemPool``).
         raise RuntimeError(
             "_MemPool cannot perform memory operations on a capturing stream (consider using "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import MutableSet
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import require_open
@@ -46,9 +47,7 @@ class PeerAccessibleBySetProxy(MutableSet):
         return _pool_access(self._mr, dev_id) == MemoryPoolAccess.READ_WRITE
 
     def __iter__(self):
-        from cuda_core._device import Device
-
-        return iter([Device(i) for i in _peer_ids(self._mr)])
+        return iter([_slots.Device(i) for i in _peer_ids(self._mr)])
 
     def __len__(self):
         return len(_peer_ids(self._mr))
@@ -119,9 +118,9 @@ class MemoryPoolAccess(enum.IntEnum):
     Values are the driver's ``CUmemAccess_flags``.
     """
 
-    NONE = 0
-    READ = 1
-    READ_WRITE = 3
+    NONE = lib.CU_MEM_ACCESS_FLAGS_PROT_NONE
+    READ = lib.CU_MEM_ACCESS_FLAGS_PROT_READ
+    READ_WRITE = lib.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 
 
 def DMR_mempool_get_access(dmr, device_id):  # noqa: N802 - upstream name
@@ -141,11 +140,9 @@ def _device_count():
 
 
 def _resolve_device_id(value):
-    from cuda_core._device import Device
-
     if isinstance(value, bool):
         raise TypeError("a device must be a Device or an int ordinal, not bool")
-    return Device(value).device_id
+    return _slots.Device(value).device_id
 
 
 def _pool_access(mr, dev_id):

@@ -8,7 +8,7 @@ import multiprocessing.reduction
 import platform
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check
+from cuda_core._errors import CUDAError, check, check_allowing, status_in
 from cuda_core._memory import _ipc
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._peer_access import _device_count, _set_peer_access
@@ -177,7 +177,7 @@ def _grant_device_access(mr):
         _set_peer_access(mr, range(count), ())
         return
     except CUDAError as exc:
-        if exc.code not in _NO_HOST_POOL_ACCESS:
+        if not status_in(exc, _NO_HOST_POOL_ACCESS):
             raise
         if count == 1:
             return  # the only device cannot access host pools
@@ -185,22 +185,21 @@ def _grant_device_access(mr):
         try:
             _set_peer_access(mr, (dev_id,), ())
         except CUDAError as exc:
-            if exc.code not in _NO_HOST_POOL_ACCESS:
+            if not status_in(exc, _NO_HOST_POOL_ACCESS):
                 raise
 
 
 def _host_numa_id_for_current_device():
     """Host NUMA node closest to the current device (0 when unknown)."""
     dev = ffi.new("CUdevice *")
-    status = lib.cuCtxGetDevice(dev)
-    if status in (lib.CUDA_ERROR_INVALID_CONTEXT, lib.CUDA_ERROR_NOT_INITIALIZED):
+    no_context = (lib.CUDA_ERROR_INVALID_CONTEXT, lib.CUDA_ERROR_NOT_INITIALIZED)
+    if not check_allowing(lib.cuCtxGetDevice(dev), no_context, "cuCtxGetDevice"):
         return 0
-    check(status, "cuCtxGetDevice")
     value = ffi.new("int *")
     status = lib.cuDeviceGetAttribute(value, lib.CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev[0])
-    if status in (lib.CUDA_ERROR_INVALID_VALUE, lib.CUDA_ERROR_NOT_SUPPORTED):
+    unknown = (lib.CUDA_ERROR_INVALID_VALUE, lib.CUDA_ERROR_NOT_SUPPORTED)
+    if not check_allowing(status, unknown, "cuDeviceGetAttribute(HOST_NUMA_ID)"):
         return 0
-    check(status, "cuDeviceGetAttribute(HOST_NUMA_ID)")
     return max(value[0], 0)
 
 

@@ -14,14 +14,15 @@ import dataclasses
 import enum
 import warnings
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check
 from cuda_core._memory._buffer import Buffer, _as_stream
-from cuda_core._memory._buffer_helpers import _as_size
 from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._utils import as_int_handle, check_or_create_options, require_open
-from cuda_core.typing import _StrEnum
+from cuda_core._utils import as_size as _as_size
+from cuda_core.typing import _register, _StrEnum
 
 __all__ = [
     "VirtualMemoryAccessType",
@@ -119,6 +120,15 @@ def _choice(cls_name, field, value, table):
     return key
 
 
+_register(
+    VirtualMemoryAccessType,
+    VirtualMemoryAllocationType,
+    VirtualMemoryGranularityType,
+    VirtualMemoryHandleType,
+    VirtualMemoryLocationType,
+)
+
+
 @dataclasses.dataclass
 class VirtualMemoryResourceOptions:
     """Configuration of a :class:`VirtualMemoryResource`.
@@ -192,8 +202,6 @@ class VirtualMemoryResourceOptions:
 
 def _peer_ordinals(cls_name, peers):
     """Return ``peers`` (an iterable of Devices or ordinals) as a tuple of ordinals."""
-    from cuda_core._device import Device
-
     if isinstance(peers, (str, bytes, bytearray)):
         raise TypeError(
             f"{cls_name}.peers must be an iterable of Devices or device ordinals, not "
@@ -208,7 +216,7 @@ def _peer_ordinals(cls_name, peers):
         ) from None
     ordinals = []
     for p in items:
-        dev_id = p.device_id if isinstance(p, Device) else p
+        dev_id = p.device_id if isinstance(p, _slots.Device) else p
         if isinstance(dev_id, bool) or not isinstance(dev_id, int):
             raise TypeError(
                 f"{cls_name}.peers must hold Devices or device ordinals, got "
@@ -283,13 +291,11 @@ class VirtualMemoryResource(MemoryResource):
     _accepts_closed_stream = True
 
     def __init__(self, device_id, config=None):
-        from cuda_core._device import Device
-
         self.config = check_or_create_options(
             VirtualMemoryResourceOptions, config, "VirtualMemoryResource options"
         )
         self._regions = {}
-        device = Device(device_id)
+        device = _slots.Device(device_id)
         self._dev_id = device.device_id
         self.device = None if self.config.location_type.startswith("host") else device
         if self.device is not None:
@@ -422,7 +428,7 @@ class VirtualMemoryResource(MemoryResource):
         end = buf.handle + region.total
         c_ptr = ffi.new("CUdeviceptr *")
         status = lib.cuMemAddressReserve(c_ptr, extra, align, end, 0)
-        if status == 0 and int(c_ptr[0]) == end:
+        if not status and int(c_ptr[0]) == end:
             with _Undo() as undo:
                 undo.add(lib.cuMemAddressFree, end, extra)
                 self._map_new(undo, prop, end, extra)
@@ -434,7 +440,7 @@ class VirtualMemoryResource(MemoryResource):
             buf._size = new_size
             buf._release.size = new_size
             return buf
-        if status == 0:
+        if not status:
             check(lib.cuMemAddressFree(int(c_ptr[0]), extra), "cuMemAddressFree")
         return self._grow_by_remapping(buf, region, prop, new_size, new_total, align)
 

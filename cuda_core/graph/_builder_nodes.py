@@ -91,9 +91,9 @@ class _BuilderNodes:
         RuntimeError
             If not building, or the driver is older than 12.3.
         """
-        return self._conditional(condition, lib.CU_GRAPH_COND_TYPE_IF, 1, 12030, "conditional if")[
-            0
-        ]
+        return self._conditional(
+            condition, lib.CU_GRAPH_COND_TYPE_IF, 1, (12, 3), "conditional if"
+        )[0]
 
     def if_else(self, condition):
         """Add an ``if``/``else`` node; return the builders of both bodies.
@@ -116,7 +116,7 @@ class _BuilderNodes:
             If not building, or the driver is older than 12.8.
         """
         return self._conditional(
-            condition, lib.CU_GRAPH_COND_TYPE_IF, 2, 12080, "conditional if-else"
+            condition, lib.CU_GRAPH_COND_TYPE_IF, 2, (12, 8), "conditional if-else"
         )
 
     def switch(self, condition, count):
@@ -146,7 +146,7 @@ class _BuilderNodes:
         """
         count = _switch_count(count)
         return self._conditional(
-            condition, lib.CU_GRAPH_COND_TYPE_SWITCH, count, 12080, "conditional switch"
+            condition, lib.CU_GRAPH_COND_TYPE_SWITCH, count, (12, 8), "conditional switch"
         )
 
     def while_loop(self, condition):
@@ -171,7 +171,7 @@ class _BuilderNodes:
             If not building, or the driver is older than 12.3.
         """
         return self._conditional(
-            condition, lib.CU_GRAPH_COND_TYPE_WHILE, 1, 12030, "conditional while loop"
+            condition, lib.CU_GRAPH_COND_TYPE_WHILE, 1, (12, 3), "conditional while loop"
         )[0]
 
     def embed(self, child):

@@ -85,7 +85,13 @@ def _finalize_builder(cell):
     if cell.capturing and not stream.is_closed:
         out = ffi.new("CUgraph *")
         status = lib.cuStreamEndCapture(stream._handle, out)
-        warn_cuda("cuStreamEndCapture (GraphBuilder finalizer)", status)
+        # An invalidated capture ends here too; its error was raised when
+        # the capture broke, and there is no partial graph to destroy.
+        warn_cuda(
+            "cuStreamEndCapture (GraphBuilder finalizer)",
+            status,
+            done=("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",),
+        )
         if cell.kind == _PRIMARY:
             if cell.box is not None:
                 cell.box.closed = True

@@ -269,25 +269,16 @@ class Graph:
         its old nodes used (launches in flight keep theirs until they end).
         """
         self._require_open()
-        # Both sit above this module: they make Graphs.
-        from cuda_core.graph._graph_builder import GraphBuilder
-        from cuda_core.graph._graph_definition import GraphDefinition
-
-        if isinstance(source, GraphBuilder):
-            if source._closed:
-                raise ValueError("Source graph builder has been closed.")
-            try:
-                source._require_ended()
-            except RuntimeError as exc:
-                raise ValueError(str(exc)) from None
-            c_graph = source._graph
-        elif isinstance(source, GraphDefinition):
-            source._check_valid()
-            c_graph = source._graph
-        else:
+        # GraphBuilder and GraphDefinition sit above this module (they make
+        # Graphs): each checks itself and hands over its graph through
+        # ``_update_source``.
+        try:
+            update_source = type(source)._update_source
+        except AttributeError:
             raise TypeError(
                 f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}"
-            )
+            ) from None
+        c_graph = update_source(source)
         # The update replaces this graph's references by the source's: the
         # executable's own attachments (node-view updates) ride along.
         uo = _retain(c_graph, self._acc)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import weakref
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._stream import Stream
@@ -169,7 +170,10 @@ class GraphBuilder(_BuilderNodes):
         Raises
         ------
         CUDAError
-            If ending the capture or destroying the stream fails.
+            If ending the capture or destroying the stream fails.  As in
+            ``cuda.core``, a capture that an earlier error invalidated ends
+            with ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED``; the builder is
+            closed and its stream destroyed all the same.
         """
         if self._closed:
             return
@@ -455,6 +459,16 @@ class GraphBuilder(_BuilderNodes):
         if self._box is None or self._box.closed:
             raise RuntimeError("the graph of this builder was destroyed")
 
+    def _update_source(self):
+        """Return the ``CUgraph`` for :meth:`Graph.update` (ValueError as cuda.core words it)."""
+        if self._closed:
+            raise ValueError("Source graph builder has been closed.")
+        try:
+            self._require_ended()
+        except RuntimeError as exc:
+            raise ValueError(str(exc)) from None
+        return self._graph
+
     def _close_forks(self):
         forks, self._forks = self._forks, []
         for s in forks:
@@ -533,3 +547,6 @@ class GraphBuilder(_BuilderNodes):
         if self._box is None or self._box.closed:
             raise RuntimeError("the graph of this builder was destroyed")
         return GraphDefinition._view(self._graph, self._box)
+
+
+_slots.GraphBuilder = GraphBuilder

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._loader import driver_version
+from cuda_core._loader import driver_at_least, driver_version
 from cuda_core._utils import index_or_none
 
 __all__ = ["GraphCondition"]
@@ -98,7 +98,7 @@ def _condition_value(value):
 
 def _condition_args(default_value):
     """Check that the driver has conditional handles; return ``(value, flags)`` for creating one."""
-    _require_driver(12030, "conditional handles")
+    _require_driver((12, 3), "conditional handles")
     if default_value is None:
         return 0, 0
     return _condition_value(default_value), _COND_ASSIGN_DEFAULT
@@ -140,9 +140,12 @@ def _conditional_params(condition, c_type, size, c_ctx):
 
 
 def _require_driver(version, what):
-    """Raise RuntimeError ``"Driver version X.Y.Z does not support <what>"`` below ``version``."""
-    have = driver_version()
-    if have < version:
+    """Raise RuntimeError ``"Driver version X.Y.Z does not support <what>"`` below ``version``.
+
+    ``version`` is ``(major, minor)``; the message is worded as cuda.core words it.
+    """
+    if not driver_at_least(*version):
+        have = driver_version()
         raise RuntimeError(
             f"Driver version {have // 1000}.{have % 1000 // 10}.{have % 10} does not support {what}"
         )

@@ -154,6 +154,11 @@ class GraphDefinition:
             # it: the driver is given no graph, as in cuda.core.
             check(lib.CUDA_ERROR_INVALID_VALUE)
 
+    def _update_source(self):
+        """Return the ``CUgraph`` for :meth:`Graph.update`."""
+        self._check_valid()
+        return self._graph
+
     @property
     def is_valid(self):
         """bool: Whether this definition (and the graph it views) can still be used."""

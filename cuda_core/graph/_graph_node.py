@@ -153,6 +153,13 @@ class GraphNode(_NodeBuilders):
         graphs made from it, embedded copies and launches in
         flight keep theirs.  Destroying a child-graph or conditional node
         invalidates the graphs inside it and their nodes.
+
+        Raises
+        ------
+        CUDAError
+            ``CUDA_ERROR_NOT_SUPPORTED`` in a graph that holds memory
+            allocation or free nodes: the driver deletes no node of such a
+            graph.  The node stays valid.
         """
         if self._node is None or self._destroyed:
             return

@@ -14,9 +14,10 @@ with :func:`_register` when its module is imported.
 
 from __future__ import annotations
 
+from cuda_core._context import _current_device_id
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._loader import driver_version
+from cuda_core._loader import driver_at_least
 from cuda_core._utils import as_int_handle
 from cuda_core.graph._attachments import drain, prepare, release, resolve_host_callback
 from cuda_core.graph._graph_condition import (
@@ -28,7 +29,6 @@ from cuda_core.graph._node_params import (
     _as_address,
     _as_size,
     _ctx,
-    _current_device_id,
     _device_id,
     _kernel_params,
     _memcpy_params,
@@ -186,7 +186,7 @@ class _NodeBuilders:
             props.location.type = lib.CU_MEM_LOCATION_TYPE_HOST
             props.location.id = 0
         else:
-            if driver_version() < 13000:
+            if not driver_at_least(13, 0):
                 raise ValueError("memory_type='managed' requires a CUDA 13.0 or newer driver")
             props.allocType = lib.CU_MEM_ALLOCATION_TYPE_MANAGED
             props.location.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
@@ -397,7 +397,7 @@ class _NodeBuilders:
         -------
         IfNode
         """
-        return self._conditional(condition, GraphConditionalType.IF, 1, "IfNode", 12030)
+        return self._conditional(condition, GraphConditionalType.IF, 1, "IfNode", (12, 3))
 
     def if_else(self, condition):
         """Add an ``if``/``else`` node (bodies :attr:`IfElseNode.then` and ``else_``).
@@ -406,7 +406,7 @@ class _NodeBuilders:
         -------
         IfElseNode
         """
-        return self._conditional(condition, GraphConditionalType.IF, 2, "IfElseNode", 12080)
+        return self._conditional(condition, GraphConditionalType.IF, 2, "IfElseNode", (12, 8))
 
     def while_loop(self, condition):
         """Add a ``while`` node; its body (:attr:`WhileNode.body`) repeats while ``condition`` != 0.
@@ -415,7 +415,7 @@ class _NodeBuilders:
         -------
         WhileNode
         """
-        return self._conditional(condition, GraphConditionalType.WHILE, 1, "WhileNode", 12030)
+        return self._conditional(condition, GraphConditionalType.WHILE, 1, "WhileNode", (12, 3))
 
     def switch(self, condition, count):
         """Add a ``switch`` node with ``count`` bodies (:attr:`SwitchNode.branches`).
@@ -428,7 +428,9 @@ class _NodeBuilders:
         SwitchNode
         """
         count = _switch_count(count)
-        return self._conditional(condition, GraphConditionalType.SWITCH, count, "SwitchNode", 12080)
+        return self._conditional(
+            condition, GraphConditionalType.SWITCH, count, "SwitchNode", (12, 8)
+        )
 
     # ------------------------------------------------------------------
     # Private helpers.

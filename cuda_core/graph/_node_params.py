@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from cuda_core import _arg_plan
+import cuda_core._arg_plan as _arg_plan
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
@@ -20,13 +20,13 @@ from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _coerce_config
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._release import claim_allocation
-from cuda_core._utils import index_or_none
+from cuda_core._utils import as_address, index_or_none
+from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._types import GraphMemoryType
 
 __all__ = []
 
 _tls = threading.local()
-_SIZE_MAX = (1 << 64) - 1
 
 
 def _list_nodes(fn, handle):
@@ -55,13 +55,6 @@ def _ctx():
     return c_ctx
 
 
-def _current_device_id():
-    _ctx()
-    out = ffi.new("CUdevice *")
-    check(lib.cuCtxGetDevice(out))
-    return int(out[0])
-
-
 def _device_id(value, what):
     device_id = getattr(value, "device_id", value)
     index = index_or_none(device_id)
@@ -84,24 +77,8 @@ def _memory_type(value):
         ) from None
 
 
-def _as_size(value, what):
-    index = index_or_none(value)
-    if index is None:
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = index
-    if not 0 <= value <= _SIZE_MAX:
-        raise ValueError(f"{what} must be in [0, 2**64), got {value}")
-    return value
-
-
 def _as_address(value, what):
-    index = index_or_none(value)
-    if index is None:
-        raise TypeError(f"{what} must be an int address or a Buffer, not {type(value).__name__}")
-    value = index
-    if not 0 <= value <= _SIZE_MAX:
-        raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
-    return value
+    return as_address(value, what, "an int address or a Buffer")
 
 
 def _operand(value, owner, what):

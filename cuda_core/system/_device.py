@@ -135,7 +135,11 @@ class Device:
 
     @classmethod
     def _from_cuda_uuid(cls, uuid):
-        """Return the device whose UUID (CUDA's form, without prefix) is ``uuid``."""
+        """Return the device whose UUID (CUDA's form, without prefix) is ``uuid``.
+
+        NVML accepts the un-prefixed form (seen with driver 580); the retry
+        with the ``"GPU-"`` prefix serves drivers that do not.
+        """
         try:
             return cls(uuid=uuid)
         except (NotFoundError, InvalidArgumentError):
@@ -242,7 +246,9 @@ class Device:
         -------
         FieldValues
             One entry per request; an entry's error is raised when its value
-            is read.
+            is read.  An id NVML does not know does not fail the call: its
+            entry's ``value`` raises :class:`InvalidArgumentError` (and its
+            ``field_id`` ValueError).
         """
         array, count = field_value_array(field_ids)
         if count:
@@ -416,7 +422,11 @@ class Device:
 
     @property
     def num_fans(self):
-        """int: The number of fans."""
+        """int: The number of fans.
+
+        A passively cooled board reports 0 (an H100 with driver 580 does),
+        and :meth:`get_fan` then raises ValueError for every index.
+        """
         return out_result("unsigned int", lib.nvmlDeviceGetNumFans, self._h)
 
     @property
@@ -428,7 +438,14 @@ class Device:
 
     @property
     def attributes(self):
-        """DeviceAttributes: Engine and slice counts (Ampere and newer, Linux)."""
+        """DeviceAttributes: Engine and slice counts (Ampere and newer, Linux).
+
+        Raises
+        ------
+        NotSupportedError
+            Where NVML does not report them: with driver 580 a full (non-MIG)
+            H100 raises this.
+        """
         info = ffi.new("nvmlDeviceAttributes_t *")
         check(lib.nvmlDeviceGetAttributes_v2(self._h, info))
         return DeviceAttributes(info)
@@ -490,7 +507,10 @@ class Device:
 
     @property
     def supported_pstates(self):
-        """list[int]: The performance states the device supports."""
+        """list[int]: The performance states the device supports, in NVML's order.
+
+        NVML's order need not be sorted: an H100 reports ``[2, 0]``.
+        """
         states = ffi.new("nvmlPstates_t[16]", [_PSTATE_UNKNOWN] * 16)
         check(lib.nvmlDeviceGetSupportedPerformanceStates(self._h, states, ffi.sizeof(states)))
         return [s for s in states if s != _PSTATE_UNKNOWN]

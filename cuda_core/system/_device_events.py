@@ -95,6 +95,7 @@ class DeviceEvents:
         ------
         TimeoutError
             (:class:`cuda_core.system.TimeoutError`) no event arrived in time.
+            NVML treats ``timeout_ms`` as the longest wait.
         """
         if self._set is None:
             raise RuntimeError("this DeviceEvents is closed")

@@ -397,7 +397,8 @@ class MigInfo:
         Raises
         ------
         NotFoundError
-            No MIG device exists at ``index``.
+            No MIG device exists at ``index`` (so every index while MIG mode
+            is off).
         """
         h = out_result(
             "nvmlDevice_t", lib.nvmlDeviceGetMigDeviceHandleByIndex, self._device._h, index
@@ -405,7 +406,10 @@ class MigInfo:
         return device_from_handle[0](h)
 
     def get_all_devices(self):
-        """Yield every existing MIG device of this GPU (a generator)."""
+        """Yield every existing MIG device of this GPU (a generator).
+
+        With MIG mode off it yields nothing.
+        """
         for i in range(self.device_count):
             try:
                 yield self.get_device_by_index(i)

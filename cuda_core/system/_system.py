@@ -79,7 +79,11 @@ def get_nvml_version():
 
 
 def get_driver_branch():
-    """Return the driver's branch name, e.g. ``"r580_00"``."""
+    """Return the driver's branch name, e.g. ``"r582_49"``.
+
+    The branch is not the version's major number: driver 580.159.04
+    reports ``"r582_49"``.
+    """
     initialize()
     info = ffi.new("nvmlSystemDriverBranchInfo_t *")
     info.version = _BRANCH_VERSION

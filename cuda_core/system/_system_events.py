@@ -93,7 +93,8 @@ class RegisteredSystemEvents:
         Raises
         ------
         TimeoutError
-            (:class:`cuda_core.system.TimeoutError`) no event arrived in time.
+            (:class:`cuda_core.system.TimeoutError`) no event arrived in time:
+            NVML raises this rather than returning no events.
         """
         if self._set is None:
             raise RuntimeError("this RegisteredSystemEvents is closed")

@@ -17,7 +17,8 @@ import warnings
 
 import numpy
 
-from cuda_core import _tensor_map
+import cuda_core._slots as _slots
+import cuda_core._tensor_map as _tensor_map
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
 from cuda_core.utils._memoryview_layout import _numpy_to_dlpack_dtype, _StridedLayout
@@ -132,12 +133,7 @@ class StridedMemoryView:
             raise BufferError("Sorry, not supported: copy=True")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"Sorry, not supported: dl_device={tuple(dl_device)}")
-        if max_version is None:
-            versioned = False
-        else:
-            if not isinstance(max_version, tuple) or len(max_version) != 2:
-                raise BufferError(f"Expected max_version tuple[int, int], got {max_version!r}")
-            versioned = max_version >= (1, 0)
+        versioned = _dlpack.wants_versioned(max_version)
         dtype = self.dtype
         if dtype is None:
             raise BufferError(
@@ -486,3 +482,6 @@ def _simple_repr(obj):
     if cls.__module__ in (None, "builtins"):
         return cls.__name__
     return f"{cls.__module__}.{cls.__name__}"
+
+
+_slots.StridedMemoryView = StridedMemoryView
