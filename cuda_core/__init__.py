@@ -9,7 +9,7 @@ library; each library is found and loaded at its first use (see
 from __future__ import annotations
 
 
-def _extension_missing():
+def _extension_missing() -> ModuleNotFoundError:
     """The error for a checkout whose C extension is not built for this interpreter."""
     import glob
     import os
@@ -89,3 +89,59 @@ from cuda_core._stream import Stream
 from cuda_core._stream_options import StreamOptions
 from cuda_core._tensor_map import TensorMapDescriptor, TensorMapDescriptorOptions
 from cuda_core._version import __version__
+
+# The public names (what `from cuda_core import *` and type checkers export):
+# every public name imported above, and only those (tests/test_typing.py).
+__all__ = [
+    "Buffer",
+    "checkpoint",
+    "Context",
+    "ContextOptions",
+    "CUDAError",
+    "CUDAWarning",
+    "Device",
+    "DeviceMemoryResource",
+    "DeviceMemoryResourceOptions",
+    "DeviceResources",
+    "Event",
+    "EventOptions",
+    "graph",
+    "GraphicsResource",
+    "GraphMemoryResource",
+    "Host",
+    "Kernel",
+    "launch",
+    "LaunchConfig",
+    "LEGACY_DEFAULT_STREAM",
+    "LegacyPinnedMemoryResource",
+    "LibraryNotFoundError",
+    "Linker",
+    "LinkerOptions",
+    "ManagedBuffer",
+    "ManagedMemoryResource",
+    "ManagedMemoryResourceOptions",
+    "MemoryResource",
+    "NVJitLinkError",
+    "NVRTCError",
+    "NVVMError",
+    "ObjectCode",
+    "PER_THREAD_DEFAULT_STREAM",
+    "PinnedMemoryResource",
+    "PinnedMemoryResourceOptions",
+    "Program",
+    "ProgramOptions",
+    "SMResource",
+    "SMResourceOptions",
+    "Stream",
+    "StreamOptions",
+    "system",
+    "TensorMapDescriptor",
+    "TensorMapDescriptorOptions",
+    "texture",
+    "typing",
+    "utils",
+    "VirtualMemoryResource",
+    "VirtualMemoryResourceOptions",
+    "WorkqueueResource",
+    "WorkqueueResourceOptions",
+]

@@ -306,7 +306,7 @@ def driver_error(status, context=None):
     return CUDAError(message, code=int(status), name=name)
 
 
-def check(status, context=None):
+def check(status: int, context: str | None = None) -> None:
     """Raise :class:`CUDAError` unless the driver ``status`` is success."""
     if status:
         raise driver_error(status, context)

@@ -39,6 +39,7 @@ def which_backend(stacklevel):
 
 def _decide_backend():
     """Return ``(backend, reason_for_fallback_or_None)``."""
+
     def fallback(why):
         return CompilerBackendType.DRIVER, (
             f"{why}; the CUDA driver's cuLink* API will be used for linking instead; it "
