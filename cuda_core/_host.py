@@ -27,8 +27,11 @@ class Host:
     :class:`~cuda_core.Device`: :meth:`ManagedBuffer.prefetch
     <cuda_core.ManagedBuffer.prefetch>`,
     :attr:`ManagedBuffer.preferred_location
-    <cuda_core.ManagedBuffer.preferred_location>` and
-    :attr:`ManagedBuffer.accessed_by <cuda_core.ManagedBuffer.accessed_by>`.
+    <cuda_core.ManagedBuffer.preferred_location>`,
+    :attr:`ManagedBuffer.accessed_by <cuda_core.ManagedBuffer.accessed_by>`,
+    the batched managed-memory functions of :mod:`cuda_core.utils` and the
+    location hints of :class:`~cuda_core.utils.CopyOptions`.  A NUMA-specific
+    Host needs a CUDA 13 driver there (TypeError before).
 
     Like :class:`~cuda_core.Device`, equal arguments give the same object
     (``Host(numa_id=1) is Host(numa_id=1)``), and Host objects are

@@ -100,10 +100,10 @@ def find_header(header):
             path = os.path.join(root, sub, header)
             if not os.path.exists(path):
                 continue
-            # Only a DLPack 1.0 header declares the versioned tensor.
+            # Only a DLPack 1.3 header declares the C exchange API.
             if header == "dlpack.h":
                 with open(path) as f:
-                    if "DLManagedTensorVersioned" not in f.read():
+                    if "DLPackExchangeAPI" not in f.read():
                         continue
             return path
     return None
@@ -205,7 +205,7 @@ def test_declarations_match_headers(filename, tmp_path):
     header = HEADERS[filename]
     path = find_header(header)
     if path is None:
-        where = "a DLPack 1.0 dlpack.h" if header == "dlpack.h" else "the CUDA toolkit"
+        where = "a DLPack 1.3 dlpack.h" if header == "dlpack.h" else "the CUDA toolkit"
         pytest.skip(f"{header} not found (install {where} or the nvidia-* wheels)")
     items = declared_items(filename)
     assert items, f"{filename} declares no types or constants"

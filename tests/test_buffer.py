@@ -387,11 +387,13 @@ def test_dlpack_bad_arguments():
     buf = HostMemoryResource().allocate(4)
     with pytest.raises(BufferError, match="copy=True"):
         buf.__dlpack__(copy=True)
-    with pytest.raises(BufferError, match="dl_device"):
-        buf.__dlpack__(dl_device=(2, 0))
+    # Any dl_device is refused, even the buffer's own (as in cuda.core).
+    for dl_device in ((2, 0), (1, 0)):
+        with pytest.raises(BufferError, match="^Sorry, not supported: dl_device other than None$"):
+            buf.__dlpack__(dl_device=dl_device)
     with pytest.raises(BufferError, match="max_version"):
         buf.__dlpack__(max_version=1)
-    capsule = buf.__dlpack__(dl_device=(1, 0), copy=False)
+    capsule = buf.__dlpack__(copy=False)
     _dlpack.take_capsule(capsule).release()
     with pytest.raises(BufferError, match="consumed only once"):
         _dlpack.take_capsule(capsule)
@@ -483,8 +485,12 @@ def test_copy_validation():
         a.copy_from(bytearray(8), stream=LEGACY_DEFAULT_STREAM)
     with pytest.raises(TypeError, match="Stream or GraphBuilder expected"):
         a.copy_to(b, stream="default")
-    with pytest.raises(NotImplementedError, match="options"):
+    with pytest.raises(TypeError, match="^copy_to: options must be CopyOptions, got object"):
         a.copy_to(b, stream=LEGACY_DEFAULT_STREAM, options=object())
+    with pytest.raises(TypeError, match="^copy_from: options must be CopyOptions, got dict"):
+        a.copy_from(b, stream=LEGACY_DEFAULT_STREAM, options={})
+    with pytest.raises(ValueError, match="sizes mismatch"):  # sizes are checked first
+        a.copy_to(c, stream=LEGACY_DEFAULT_STREAM, options=object())
     view = Buffer.from_handle(0x1000, 8)
     with pytest.raises(ValueError, match="destination buffer must be provided"):
         view.copy_to(stream=LEGACY_DEFAULT_STREAM)

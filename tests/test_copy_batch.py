@@ -14,16 +14,17 @@ import numpy as np
 import pytest
 from _scripts.hardening_util import run_script
 
+import cuda_core._slots as _slots
 from cuda_core import (
     LEGACY_DEFAULT_STREAM,
     PER_THREAD_DEFAULT_STREAM,
     Buffer,
+    Host,
     LegacyPinnedMemoryResource,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._memory import _batch
+from cuda_core._memory import _batch, _location
 from cuda_core._memory._copy_options import (
-    _attr_run_starts,
     _fill_attributes,
     _normalize_copy_options,
     _reject_unsupported_during_api_call,
@@ -35,6 +36,7 @@ from cuda_core.utils import (
     _copy_batch,
     copy_batch,
 )
+from cuda_core.utils._copy_batch import _attr_run_starts
 
 
 class FakeDevice:
@@ -47,12 +49,11 @@ class FakeDevice:
         raise AssertionError("not used")
 
 
-class FakeHost:
-    """Stands in for a host location (plain, a NUMA node, or the current NUMA node)."""
-
-    def __init__(self, numa_id=None, is_numa_current=False):
-        self.numa_id = numa_id
-        self.is_numa_current = is_numa_current
+@pytest.fixture
+def fake_locations(monkeypatch):
+    """FakeDevice counts as the Device class, and the driver as CUDA 13.0 (NUMA hosts)."""
+    monkeypatch.setattr(_slots, "Device", FakeDevice)
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 13000)
 
 
 def _views(n, size=64, base=0x10000):
@@ -130,7 +131,7 @@ def test_attr_run_starts():
     assert _attr_run_starts([s, a, s, a]) == [0, 1, 2, 3]
 
 
-def test_fill_attributes():
+def test_fill_attributes(fake_locations):
     c = ffi.new("CUmemcpyAttributes *")
     _fill_attributes(c[0], CopyOptions())
     assert c.srcAccessOrder == lib.CU_MEMCPY_SRC_ACCESS_ORDER_STREAM
@@ -140,7 +141,7 @@ def test_fill_attributes():
     opts = CopyOptions(
         src_access_order="during_api_call",
         src_location_hint=FakeDevice(3),
-        dst_location_hint=FakeHost(numa_id=1),
+        dst_location_hint=Host(numa_id=1),
         overlap_mode="prefer_overlap_with_compute",
     )
     _fill_attributes(c[0], opts)
@@ -149,35 +150,59 @@ def test_fill_attributes():
     assert (c.srcLocHint.type, c.srcLocHint.id) == (lib.CU_MEM_LOCATION_TYPE_DEVICE, 3)
     assert (c.dstLocHint.type, c.dstLocHint.id) == (lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, 1)
     c = ffi.new("CUmemcpyAttributes *")
-    _fill_attributes(c[0], CopyOptions(src_access_order="any", dst_location_hint=-1))
+    _fill_attributes(c[0], CopyOptions(src_access_order="any", dst_location_hint=Host()))
     assert c.srcAccessOrder == lib.CU_MEMCPY_SRC_ACCESS_ORDER_ANY == 3
     assert c.dstLocHint.type == lib.CU_MEM_LOCATION_TYPE_HOST
+    # Device ordinals are not locations (as upstream).
+    c = ffi.new("CUmemcpyAttributes *")
+    with pytest.raises(TypeError, match="^location must be a Device, Host, or None; got int"):
+        _fill_attributes(c[0], CopyOptions(dst_location_hint=-1))
     # A bad hint is reported when the options are used, as upstream does.
     c = ffi.new("CUmemcpyAttributes *")
     with pytest.raises(TypeError, match="^location must be a Device, Host"):
         _fill_attributes(c[0], CopyOptions(src_location_hint="gpu0"))
 
 
-def test_location_pair():
-    pair = _batch.location_pair
+def test_location_pair(fake_locations):
+    pair = _location.location_pair
     assert pair(FakeDevice(2)) == (lib.CU_MEM_LOCATION_TYPE_DEVICE, 2)
-    assert pair(0) == (lib.CU_MEM_LOCATION_TYPE_DEVICE, 0)
-    assert pair(-1) == (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
-    assert pair(FakeHost()) == (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
-    assert pair(FakeHost(numa_id=4)) == (lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, 4)
-    assert pair(FakeHost(is_numa_current=True)) == (lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0)
+    assert pair(Host()) == (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
+    assert pair(Host(numa_id=4)) == (lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, 4)
+    assert pair(Host.numa_current()) == (lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0)
     assert pair(None, allow_none=True) is None
     with pytest.raises(ValueError, match="^location is required"):
         pair(None)
-    with pytest.raises(ValueError, match="device ordinal or -1"):
-        pair(-2)
-    with pytest.raises(TypeError, match="^location must be a Device, Host, or None; got bool"):
-        pair(True)
-    with pytest.raises(TypeError, match="got str"):
-        pair("host")
+    # Device ordinals (and -1 for the host) are refused, as upstream refuses them.
+    for value, name in ((0, "int"), (-1, "int"), (True, "bool"), ("host", "str")):
+        with pytest.raises(
+            TypeError, match=f"^location must be a Device, Host, or None; got {name}$"
+        ):
+            pair(value)
+    # Duck-typed host objects are not Hosts.
+    duck = type("DuckHost", (), {"numa_id": None, "is_numa_current": False})()
+    with pytest.raises(TypeError, match="got DuckHost"):
+        pair(duck)
     # A Buffer has a device_id too, but is not a location.
     with pytest.raises(TypeError, match="got Buffer"):
         pair(_views(1)[0])
+
+
+def test_location_pair_numa_host_needs_cuda13_driver(monkeypatch, fake_locations):
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 12090)
+    assert _location.location_pair(Host()) == (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
+    assert _location.location_pair(FakeDevice(1)) == (lib.CU_MEM_LOCATION_TYPE_DEVICE, 1)
+    for host in (Host(numa_id=0), Host.numa_current()):
+        with pytest.raises(
+            TypeError, match=r"^Host\(numa_id=\.\.\.\) / Host\.numa_current\(\) require"
+        ):
+            _location.location_pair(host)
+
+
+def test_location_device_class_comes_from_device_module():
+    # cuda_core._device fills the slot at import: real Devices are locations.
+    from cuda_core import Device
+
+    assert _slots.Device is Device
 
 
 def test_reject_unsupported_during_api_call():
@@ -357,7 +382,7 @@ def test_copy_batch_per_copy_options(device, stream):
         CopyOptions(src_access_order="any"),
         CopyOptions(src_access_order="any"),
         CopyOptions(overlap_mode="prefer_overlap_with_compute"),
-        CopyOptions(src_location_hint=device, dst_location_hint=-1),
+        CopyOptions(src_location_hint=device, dst_location_hint=Host()),
     ]
     try:
         copy_batch(stream, srcs, dsts, options=[cycle[i % 5] for i in range(len(srcs))])

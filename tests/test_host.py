@@ -20,11 +20,14 @@ from cuda_core import (
     Device,
     Host,
     ManagedBuffer,
+    MemoryResource,
     PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._memory import _location
+from cuda_core._memory._managed_memory_resource import AccessedBySet
 
 
 def test_forms_and_singletons():
@@ -66,17 +69,41 @@ def test_pickle_keeps_identity():
         assert pickle.loads(pickle.dumps(h)) is h
 
 
-def test_accessed_by_refuses_numa_hosts_before_the_driver():
-    # A made-up range: the check comes before any driver call.
-    buf = ManagedBuffer.from_handle(0x100000, 4096)
+def test_accessed_by_refuses_numa_hosts_before_advising(monkeypatch):
+    # A made-up managed range on a CUDA 13 driver with no advice yet: the
+    # location check comes before any cuMemAdvise.
+    monkeypatch.setattr(_location, "current_driver_version", lambda: 13000)
+    monkeypatch.setattr(AccessedBySet, "_ids", lambda self: set())
+    buf = ManagedBuffer._init(0x100000, 4096, mr=_ManagedRangeResource())
     for host, kind in ((Host(numa_id=0), "host_numa"), (Host.numa_current(), "host_numa_current")):
-        with pytest.raises(
-            ValueError, match=f"^advise 'set_accessed_by' does not support location_type='{kind}'$"
-        ):
+        msg = f"^advise CU_MEM_ADVISE_SET_ACCESSED_BY does not support location_type='{kind}'$"
+        with pytest.raises(ValueError, match=msg):
             buf.accessed_by.add(host)
-        with pytest.raises(ValueError, match=f"location_type='{kind}'"):
+        with pytest.raises(ValueError, match=msg):
             buf.accessed_by = [Host(), host]
         buf.accessed_by.discard(host)  # never a member: nothing to do
+
+
+class _ManagedRangeResource(MemoryResource):
+    """Reports managed memory for made-up ranges (never allocates or frees)."""
+
+    def allocate(self, size, *, stream):
+        raise AssertionError("not used")
+
+    def deallocate(self, ptr, size, *, stream):
+        pass
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def is_managed(self):
+        return True
 
 
 # --------------------------------------------------------------------------

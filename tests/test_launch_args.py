@@ -456,7 +456,7 @@ def test_strided_memory_view_passes_its_pointer():
     from cuda_core.utils import StridedMemoryView
 
     host = np.arange(8, dtype=np.float32)
-    view = StridedMemoryView.from_array_interface(host)
+    view = StridedMemoryView.from_dlpack(host, stream_ptr=-1)
     assert view.ptr == host.ctypes.data
     plan, blob = _packed_arguments(make_kernel(), (view, 3))
     assert field(blob, plan, 0, 8) == struct.pack("=Q", host.ctypes.data)

@@ -15,6 +15,7 @@ from cuda_core import (
     CUDAError,
     DeviceMemoryResource,
     DeviceMemoryResourceOptions,
+    Host,
     LegacyPinnedMemoryResource,
     ManagedBuffer,
     ManagedMemoryResource,
@@ -406,11 +407,13 @@ def test_managed_buffer_advice_and_prefetch(device, stream):
     assert len(buf.accessed_by) == 0
     buf.fill(0x5A, stream=stream)
     buf.prefetch(device, stream=stream)
-    buf.prefetch(-1, stream=stream)
+    buf.prefetch(Host(), stream=stream)
     stream.sync()
     assert (np.asarray(buf) == 0x5A).all()
-    with pytest.raises(TypeError, match="location"):
+    with pytest.raises(TypeError, match="^location must be a Device, Host, or None; got str"):
         buf.prefetch("gpu", stream=stream)
+    with pytest.raises(TypeError, match="^location must be a Device, Host, or None; got int"):
+        buf.prefetch(-1, stream=stream)
     buf.close(stream=stream)
 
 

@@ -89,7 +89,7 @@ def test_direct_construction_raises():
 
 
 def test_as_tensor_map_argument_checks():
-    host = StridedMemoryView.from_array_interface(np.zeros((64, 64), dtype=np.float32))
+    host = StridedMemoryView.from_dlpack(np.zeros((64, 64), dtype=np.float32), stream_ptr=-1)
     with pytest.raises(TypeError, match="Specify either options or the individual"):
         host.as_tensor_map(box_dim=(8, 8), options=TensorMapDescriptorOptions(box_dim=(8, 8)))
     with pytest.raises(TypeError, match="Specify either options or the individual"):

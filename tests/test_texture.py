@@ -7,6 +7,7 @@ from __future__ import annotations
 import array
 import gc
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -487,15 +488,22 @@ def test_copy_checks_views(fake_array):
     from cuda_core.utils import StridedMemoryView
 
     stream = Stream._legacy_default()
-    strided = StridedMemoryView.from_array_interface(np.zeros((16, 2), dtype=np.uint32)[:, 0])
+    # (from_array_interface would ask the driver for the current device)
+    strided = StridedMemoryView.from_dlpack(np.zeros((16, 2), dtype=np.uint32)[:, 0], -1)
     with pytest.raises(ValueError, match="C-contiguous"):
         fake_array.copy_from(strided, stream=stream)
-    small = StridedMemoryView.from_array_interface(np.zeros(15, dtype=np.uint32))
+    small = StridedMemoryView.from_dlpack(np.zeros(15, dtype=np.uint32), -1)
     with pytest.raises(ValueError, match="view has 60 bytes, smaller"):
         fake_array.copy_from(small, stream=stream)
-    frozen = np.zeros(16, dtype=np.uint32)
-    frozen.flags.writeable = False
-    readonly = StridedMemoryView.from_array_interface(frozen)
+    host = np.zeros(16, dtype=np.uint32)
+    like_buffer = SimpleNamespace(
+        handle=host.ctypes.data,
+        size=host.nbytes,
+        memory_resource=None,
+        device_id=-1,
+        is_device_accessible=False,
+    )
+    readonly = StridedMemoryView.from_buffer(like_buffer, (16,), dtype=np.uint32, is_readonly=True)
     with pytest.raises(ValueError, match="read-only"):
         fake_array.copy_to(readonly, stream=stream)
 

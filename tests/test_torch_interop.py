@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuda_core.utils import StridedMemoryView
+from cuda_core.utils import StridedMemoryView, _memoryview_torch
 
 pytestmark = pytest.mark.gpu
 
@@ -64,8 +64,9 @@ def test_torch_tensor_viewed_without_copy(device, torch):
     assert view.shape == (10, 100)
     assert view.dtype == np.float32
     assert view.is_device_accessible and view.device_id == t.device.index
-    # PyTorch exports CUDA Array Interface v2; like cuda.core, only v3+ is read.
-    if t.__cuda_array_interface__["version"] >= 3:
+    # PyTorch exports CUDA Array Interface v2, which views refuse; like
+    # cuda.core, PyTorch 2.3-2.12 tensors are read directly instead.
+    if _memoryview_torch._torch_supported() or t.__cuda_array_interface__["version"] >= 3:
         cai = StridedMemoryView.from_cuda_array_interface(t, stream_ptr=-1)
         assert cai.ptr == t.data_ptr() and cai.shape == (10, 100)
     else:

@@ -77,6 +77,13 @@ void cc_dlpack_release(void *tensor, int versioned);
 intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream);
 CUresult cc_pool_alloc_status(void);
 
+/* DLPack C exchange API and PyObject * hand-over (dlpack_exchange.c). */
+void *cc_dlpack_exchange_api(void);
+int cc_dlpack_exchange_api_capsule(long long token);
+void *cc_pyobject_new_ref(long long token);
+int cc_pyobject_steal(long long token, void *obj);
+int cc_pyerr_take(long long token);
+
 /* NVML helpers (nvml.c): the "C" locale for one thread around NVML's process
    names on WSL, and the forked child's reset of every NVML entry point. */
 void *cc_use_c_locale(void);

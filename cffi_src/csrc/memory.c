@@ -5,15 +5,20 @@
    helpers do it in C on both interpreters.  They take the GIL themselves
    (PyGILState_Ensure) and exchange objects with cuda_core._memory._dlpack
    through its bridge dict, keyed by a token, which that module registers
-   at import (cc_dlpack_set_bridge).  This is the one place where the C
-   layer touches Python objects.
+   at import (cc_dlpack_set_bridge).  This file and dlpack_exchange.c are
+   the only places where the C layer touches Python objects.
 
    Part of the one cuda_core._cuda_ffi source (see build_ffi.py for the
    order); declarations in cffi_src/cdefs/cuda_core.h, DLPack types in
-   cffi_src/cdefs/dlpack.h. */
+   cffi_src/cdefs/dlpack.h.  The DLPack C exchange API that hands these
+   tensors to other extensions without Python calls is in dlpack_exchange.c. */
 
 #include <Python.h>
 #include <stdlib.h>
+
+/* The DLPack version of the tensors this extension makes. */
+#define CC_DLPACK_MAJOR 1
+#define CC_DLPACK_MINOR 3
 
 /* The bridge dict (strong reference), registered once by the Python module
    that owns it (cuda_core._memory._dlpack) through cc_dlpack_set_bridge. */
@@ -78,7 +83,8 @@ static void cc_dlpack_capsule_destructor(PyObject *capsule) {
     }
 }
 
-/* Replace bridge[token] (the owner to keep alive) by a new DLPack capsule. */
+/* Replace bridge[token] (the owner to keep alive) by a new DLPack capsule.
+   strides may be NULL (C-contiguous, not stated). */
 int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,
                      int32_t device_id, int32_t ndim, uint8_t code, uint8_t bits,
                      uint16_t lanes, const int64_t *shape, const int64_t *strides,
@@ -104,12 +110,12 @@ int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_
     dims = (int64_t *)((char *)block + head);
     for (i = 0; i < ndim; i++) {
         dims[i] = shape[i];
-        dims[ndim + i] = strides[i];
+        dims[ndim + i] = strides != NULL ? strides[i] : 0;
     }
     if (versioned) {
         DLManagedTensorVersioned *v = (DLManagedTensorVersioned *)block;
-        v->version.major = 1;
-        v->version.minor = 0;
+        v->version.major = CC_DLPACK_MAJOR;
+        v->version.minor = CC_DLPACK_MINOR;
         v->manager_ctx = owner;
         v->deleter = cc_dlpack_deleter_versioned;
         v->flags = flags;
@@ -128,7 +134,7 @@ int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_
     t->dtype.bits = bits;
     t->dtype.lanes = lanes;
     t->shape = ndim ? dims : NULL;
-    t->strides = ndim ? dims + ndim : NULL;
+    t->strides = (ndim && strides != NULL) ? dims + ndim : NULL;
     t->byte_offset = 0;
     Py_INCREF(owner);
     capsule = PyCapsule_New(block, versioned ? "dltensor_versioned" : "dltensor",

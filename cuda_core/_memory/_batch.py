@@ -15,8 +15,7 @@ import platform
 from collections.abc import Sequence
 from itertools import repeat
 
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._loader import driver_version
+from cuda_core._cuda_ffi import ffi
 from cuda_core._memory._buffer import Buffer
 
 __all__ = []
@@ -24,11 +23,6 @@ __all__ = []
 #: ``size_t`` all ones: what the driver writes as a failed copy's index when
 #: the failure concerns no particular copy.
 SIZE_MAX = (1 << 64) - 1
-
-_LOC_DEVICE = lib.CU_MEM_LOCATION_TYPE_DEVICE
-_LOC_HOST = lib.CU_MEM_LOCATION_TYPE_HOST
-_LOC_HOST_NUMA = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA
-_LOC_HOST_NUMA_CURRENT = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
 
 
 # Filling a C array from a list of ints: on CPython array.array converts
@@ -87,46 +81,6 @@ def u64_array(ctype, values):
     return ffi.new(ctype, values)
 
 
-def location_pair(value, *, allow_none=False):
-    """Return ``(CUmemLocationType, id)`` for a memory location, or None.
-
-    Accepts a :class:`~cuda_core.Device`, a host location (an object with
-    ``numa_id`` and ``is_numa_current``: the plain host, a host NUMA node or
-    the calling thread's NUMA node), a device ordinal, or ``-1`` for the
-    host.  ``None`` gives None when ``allow_none`` is true.
-
-    Raises
-    ------
-    ValueError
-        For ``None`` (when not allowed) or a negative int other than -1.
-    TypeError
-        For anything else.
-    """
-    if value is None:
-        if allow_none:
-            return None
-        raise ValueError("location is required")
-    if isinstance(value, bool):
-        raise TypeError("location must be a Device, Host, or None; got bool")
-    if isinstance(value, int):
-        if value >= 0:
-            return (_LOC_DEVICE, value)
-        if value == -1:
-            return (_LOC_HOST, 0)
-        raise ValueError(f"a location int must be a device ordinal or -1 (host), got {value}")
-    if hasattr(value, "set_current"):  # a Device (other objects have a device_id too)
-        dev_id = getattr(value, "device_id", None)
-        if isinstance(dev_id, int):
-            return (_LOC_DEVICE, dev_id)
-    if hasattr(value, "numa_id") and hasattr(value, "is_numa_current"):
-        if value.is_numa_current:
-            return (_LOC_HOST_NUMA_CURRENT, 0)
-        if value.numa_id is not None:
-            return (_LOC_HOST_NUMA, int(value.numa_id))
-        return (_LOC_HOST, 0)
-    raise TypeError(f"location must be a Device, Host, or None; got {type(value).__name__}")
-
-
 def run_starts(values):
     """Return the index where each run of equal neighbouring ``values`` starts.
 
@@ -142,10 +96,6 @@ def run_starts(values):
             starts.append(i)
         prev = value
     return starts
-
-
-#: The driver's CUDA version (asked once per process, by the loader).
-current_driver_version = driver_version
 
 
 def hex_address(address):

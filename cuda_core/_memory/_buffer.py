@@ -19,10 +19,10 @@ from cuda_core._errors import check
 from cuda_core._memory import _dlpack, _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
-    _check_no_options,
     _parse_fill_value,
     _query_memory_attrs,
 )
+from cuda_core._memory._copy_options import copy_one
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import (
     _buffer_finalizer,
@@ -135,21 +135,21 @@ class Buffer:
 
         ``stream`` is ignored (as if it were -1): keeping the producer and
         the consumer in stream order is the caller's responsibility.
+        ``max_version`` None gives a legacy ``"dltensor"`` capsule; a tuple
+        of at least ``(1, 0)`` gives a ``"dltensor_versioned"`` one of
+        DLPack 1.3 (no flags).
 
         Raises
         ------
         BufferError
-            For ``copy=True``, a ``dl_device`` other than this buffer's own,
-            or a malformed ``max_version``.
+            For any ``dl_device`` (even this buffer's own), ``copy=True``, or
+            a malformed ``max_version``.
         """
         require_open(self, self._closed, "Buffer")
+        if dl_device is not None:
+            raise BufferError("Sorry, not supported: dl_device other than None")
         if copy is True:
             raise BufferError("Sorry, not supported: copy=True")
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(
-                f"Sorry, not supported: dl_device={tuple(dl_device)} (this buffer lives on "
-                f"{self.__dlpack_device__()})"
-            )
         versioned = _dlpack.wants_versioned(max_version)
         return _dlpack.make_py_capsule(self, versioned)
 
@@ -382,8 +382,15 @@ class Buffer:
             from this buffer's memory resource.
         stream : Stream or GraphBuilder
             Keyword-only; the stream that orders the copy.
-        options : None
-            Reserved for copy options; must be None.
+        options : CopyOptions, optional
+            Keyword-only transfer hints (source access order, location
+            hints, overlap mode), honoured with a CUDA 13.2 or newer driver
+            (``cuMemcpyWithAttributesAsync``).  Not accepted with
+            :data:`~cuda_core.LEGACY_DEFAULT_STREAM` (use
+            :data:`~cuda_core.PER_THREAD_DEFAULT_STREAM`) nor with a
+            capturing stream.  With an older driver the copy is a plain
+            ``cuMemcpyAsync``: ``STREAM`` and ``ANY`` hold and the hints
+            are dropped, but ``DURING_API_CALL`` raises RuntimeError.
 
         Returns
         -------
@@ -396,12 +403,14 @@ class Buffer:
             If the sizes differ, or ``dst`` is omitted and this buffer has no
             memory resource.
         TypeError
-            If ``dst`` is not a Buffer or ``stream`` is not a stream.
+            If ``dst`` is not a Buffer, ``stream`` is not a stream,
+            ``options`` is not a CopyOptions, or ``options`` comes with the
+            legacy default stream or a capturing stream.
         RuntimeError
-            If either buffer is closed.
+            If either buffer is closed, or for ``DURING_API_CALL`` with a
+            driver older than CUDA 13.2.
         """
         require_open(self, self._closed, "Buffer")
-        _check_no_options(options, "copy_to")
         s = _as_stream(stream)
         size = self._size
         if dst is None:
@@ -420,8 +429,7 @@ class Buffer:
                 f"buffer sizes mismatch between src and dst (sizes are: src={size}, "
                 f"dst={dst._size})"
             )
-        if size:
-            check(lib.cuMemcpyAsync(dst._ptr, self._ptr, size, s._handle))
+        copy_one(dst._ptr, self._ptr, size, s, options, "copy_to")
         return dst
 
     def copy_from(
@@ -435,23 +443,32 @@ class Buffer:
             The source, of the same size as this buffer.
         stream : Stream or GraphBuilder
             Keyword-only; the stream that orders the copy.
-        options : None
-            Reserved for copy options; must be None.
+        options : CopyOptions, optional
+            Keyword-only transfer hints (source access order, location
+            hints, overlap mode), honoured with a CUDA 13.2 or newer driver
+            (``cuMemcpyWithAttributesAsync``).  Not accepted with
+            :data:`~cuda_core.LEGACY_DEFAULT_STREAM` (use
+            :data:`~cuda_core.PER_THREAD_DEFAULT_STREAM`) nor with a
+            capturing stream.  With an older driver the copy is a plain
+            ``cuMemcpyAsync``: ``STREAM`` and ``ANY`` hold and the hints
+            are dropped, but ``DURING_API_CALL`` raises RuntimeError.
 
         Raises
         ------
         ValueError
             If the sizes differ.
         TypeError
-            If ``src`` is not a Buffer or ``stream`` is not a stream.
+            If ``src`` is not a Buffer, ``stream`` is not a stream,
+            ``options`` is not a CopyOptions, or ``options`` comes with the
+            legacy default stream or a capturing stream.
         RuntimeError
-            If either buffer is closed.
+            If either buffer is closed, or for ``DURING_API_CALL`` with a
+            driver older than CUDA 13.2.
         """
         require_open(self, self._closed, "Buffer")
         if not isinstance(src, Buffer):
             raise TypeError(f"src must be a Buffer, not {type(src).__name__}")
         require_open(src, src._closed, "source Buffer")
-        _check_no_options(options, "copy_from")
         s = _as_stream(stream)
         size = self._size
         if src._size != size:
@@ -459,8 +476,7 @@ class Buffer:
                 f"buffer sizes mismatch between src and dst (sizes are: src={src._size}, "
                 f"dst={size})"
             )
-        if size:
-            check(lib.cuMemcpyAsync(self._ptr, src._ptr, size, s._handle))
+        copy_one(self._ptr, src._ptr, size, s, options, "copy_from")
 
     def fill(self, value: int | Any, *, stream: Stream | GraphBuilder) -> None:
         """Fill this buffer with a repeated 1-, 2- or 4-byte pattern on ``stream``.

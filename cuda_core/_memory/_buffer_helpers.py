@@ -42,13 +42,6 @@ def _is_bindings_handle(obj):
     )
 
 
-def _check_no_options(options, what):
-    if options is not None:
-        raise NotImplementedError(
-            f"Buffer.{what}: copy options are not supported by cuda_core; pass options=None"
-        )
-
-
 @shown_as(OverflowError)
 class _FillValueRangeError(OverflowError, ValueError):
     """An int fill value outside [0, 256): an OverflowError (as upstream) and a ValueError."""

@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Per-copy attributes of batched copies: :class:`CopyOptions` and its enumerations.
+"""Per-copy attributes: :class:`CopyOptions`, its enumerations, and one copy with them.
 
 A :class:`CopyOptions` becomes one driver ``CUmemcpyAttributes`` record
-(source access order, source and destination location hints, flags).
+(source access order, source and destination location hints, flags), for
+:func:`~cuda_core.utils.copy_batch` or for one copy by
+:meth:`Buffer.copy_to <cuda_core.Buffer.copy_to>` and
+:meth:`Buffer.copy_from <cuda_core.Buffer.copy_from>`
+(``cuMemcpyWithAttributesAsync``, CUDA 13.2).
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from cuda_core._cuda_ffi import lib
-from cuda_core._memory._batch import location_pair, run_starts
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+from cuda_core._memory._location import current_driver_version, location_pair
 from cuda_core.typing import _StrEnum
 
 __all__ = ["CopyOptions", "MemcpyOverlapMode", "MemcpySrcAccessOrder"]
@@ -70,8 +75,9 @@ class CopyOptions:
         Where the source should be read from.  Honoured only for managed
         memory on devices with concurrent managed access and for pageable
         system memory on devices that access it directly; ignored otherwise.
-        It neither prefetches nor sets advice.  ``None``: no hint.  A device
-        ordinal, or ``-1`` for the host, is also accepted.
+        It neither prefetches nor sets advice.  ``None``: no hint.  Checked
+        when the copy is made (TypeError for anything else, device ordinals
+        included).
     dst_location_hint : Device, Host or None
         The same, for the destination.
     overlap_mode : MemcpyOverlapMode or str
@@ -112,6 +118,16 @@ class CopyOptions:
 
 _DEFAULT_OPTIONS = CopyOptions()
 
+#: The driver version that introduced ``cuMemcpyWithAttributesAsync``.
+_WITH_ATTRIBUTES_DRIVER = 13020
+
+#: Handles the driver treats as the legacy default stream (NULL, CU_STREAM_LEGACY).
+_LEGACY_HANDLES = (0, 1)
+
+_SINGLE_FALLBACK_REQUIREMENT = (
+    "a driver for CUDA 13.2 or newer (cuMemcpyWithAttributesAsync is unavailable with this driver)"
+)
+
 _ORDER_TO_DRIVER = {
     MemcpySrcAccessOrder.STREAM: lib.CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
     MemcpySrcAccessOrder.DURING_API_CALL: lib.CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL,
@@ -121,6 +137,63 @@ _OVERLAP_TO_FLAGS = {
     MemcpyOverlapMode.DEFAULT: lib.CU_MEMCPY_FLAG_DEFAULT,
     MemcpyOverlapMode.PREFER_OVERLAP_WITH_COMPUTE: lib.CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE,
 }
+
+
+def copy_one(c_dst, c_src, size, s, options, what):
+    """Copy ``size`` bytes on open stream ``s``, honouring ``options`` where the driver can.
+
+    ``options`` None is a plain ``cuMemcpyAsync``.  A :class:`CopyOptions`
+    goes to ``cuMemcpyWithAttributesAsync`` with a CUDA 13.2 or newer
+    driver; with an older one the copy is a ``cuMemcpyAsync``, which keeps
+    ``STREAM`` and ``ANY`` access orders and drops the hints, and
+    ``DURING_API_CALL`` is refused.  ``what`` names the method in messages.
+
+    Raises
+    ------
+    TypeError
+        For ``options`` that are not CopyOptions, and, with options, for the
+        legacy default stream or a capturing stream.
+    RuntimeError
+        For ``DURING_API_CALL`` without ``cuMemcpyWithAttributesAsync``.
+    """
+    if options is None:
+        if size:
+            check(lib.cuMemcpyAsync(c_dst, c_src, size, s._handle))
+        return
+    if not isinstance(options, CopyOptions):
+        raise TypeError(f"{what}: options must be CopyOptions, got {type(options).__name__}")
+    if s._h in _LEGACY_HANDLES:
+        raise TypeError(
+            f"{what} does not accept LEGACY_DEFAULT_STREAM with options (as copy_batch): "
+            "cuMemcpyWithAttributesAsync refuses the legacy default stream "
+            "(PER_THREAD_DEFAULT_STREAM is accepted); pass an explicit stream, "
+            "PER_THREAD_DEFAULT_STREAM, or options=None"
+        )
+    if _is_capturing(s):
+        raise TypeError(
+            f"{what} does not support graph capture with options (as copy_batch): the driver "
+            "has no graph node for cuMemcpyWithAttributesAsync; use GraphNode.memcpy for a "
+            "plain copy node, or pass options=None"
+        )
+    if current_driver_version() >= _WITH_ATTRIBUTES_DRIVER:
+        c_attr = ffi.new("CUmemcpyAttributes *")
+        _fill_attributes(c_attr, options)
+        if size:
+            check(
+                lib.cuMemcpyWithAttributesAsync(c_dst, c_src, size, c_attr, s._handle),
+                "cuMemcpyWithAttributesAsync",
+            )
+        return
+    _reject_unsupported_during_api_call(options.src_access_order, _SINGLE_FALLBACK_REQUIREMENT)
+    if size:
+        check(lib.cuMemcpyAsync(c_dst, c_src, size, s._handle))
+
+
+def _is_capturing(s):
+    """Whether stream ``s`` is capturing into a graph."""
+    c_status = ffi.new("CUstreamCaptureStatus *")
+    check(lib.cuStreamIsCapturing(s._handle, c_status), "cuStreamIsCapturing")
+    return c_status[0] == lib.CU_STREAM_CAPTURE_STATUS_ACTIVE
 
 
 def _normalize_copy_options(options, n):
@@ -149,11 +222,6 @@ def _normalize_copy_options(options, n):
         "copy_batch: options must be CopyOptions or a sequence of CopyOptions, got "
         f"{type(options).__name__}"
     )
-
-
-def _attr_run_starts(attrs):
-    """Return where each run of equal neighbouring options starts (the driver's ``attrsIdxs``)."""
-    return run_starts(attrs)
 
 
 def _reject_unsupported_during_api_call(src_access_order, requirement, *, index=None):

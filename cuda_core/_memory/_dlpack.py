@@ -9,6 +9,14 @@ dict, keyed by a per-call token, so the same code runs on both interpreters.
 The module hands the dict to the C code at import
 (``cc_dlpack_set_bridge`` with its own ``__name__``), so the C code names
 no Python module.
+
+The DLPack C exchange API (a struct of C function pointers that other
+extensions call instead of ``__dlpack__``) is in
+``cffi_src/csrc/dlpack_exchange.c``; :func:`exchange_api_capsule` registers
+the Python functions it calls.  :func:`object_address`,
+:func:`object_from_address` and :func:`take_python_error` let Python code
+hand a ``PyObject *`` to such C functions through cffi, on either
+interpreter.
 """
 
 from __future__ import annotations
@@ -23,8 +31,13 @@ __all__ = [
     "DLDeviceType",
     "capsule_from_tensor",
     "classify_dl_device",
+    "exchange_api_address",
+    "exchange_api_capsule",
     "make_py_capsule",
+    "object_address",
+    "object_from_address",
     "take_capsule",
+    "take_python_error",
 ]
 
 #: Exchange slots with the C helpers: token -> object (read and written by C).
@@ -34,7 +47,7 @@ if lib.cc_dlpack_set_bridge(__name__.encode(), b"_bridge") != 0:
     raise ImportError(f"{__name__}: the extension could not register the DLPack bridge")
 
 DLPACK_MAJOR_VERSION = 1
-DLPACK_MINOR_VERSION = 0
+DLPACK_MINOR_VERSION = 3
 DLPACK_FLAG_BITMASK_READ_ONLY = 1
 
 
@@ -66,7 +79,7 @@ def wants_versioned(max_version):
     if max_version is None:
         return False
     if not isinstance(max_version, tuple) or len(max_version) != 2:
-        raise BufferError(f"Expected max_version tuple[int, int], got {max_version!r}")
+        raise BufferError(f"Expected max_version tuple[int, int], got {max_version}")
     return max_version >= (1, 0)
 
 
@@ -105,18 +118,19 @@ def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned
     dtype : tuple
         DLPack ``(code, bits, lanes)``.
     shape, strides : sequence of int
-        Extents and strides (in elements), of equal length.
+        Extents and strides (in elements), of equal length; ``strides`` may
+        be None (a NULL strides pointer: C-contiguous, not stated).
     versioned : bool
-        Produce a ``dltensor_versioned`` capsule (DLPack 1.0) instead of a
+        Produce a ``dltensor_versioned`` capsule (DLPack 1.3) instead of a
         legacy ``dltensor`` one.
     readonly : bool
         Set the read-only flag (versioned capsules only).
     """
     ndim = len(shape)
-    if len(strides) != ndim:
+    if strides is not None and len(strides) != ndim:
         raise BufferError("shape and strides must have the same length")
     c_shape = ffi.new("int64_t[]", list(shape)) if ndim else ffi.NULL
-    c_strides = ffi.new("int64_t[]", list(strides)) if ndim else ffi.NULL
+    c_strides = ffi.new("int64_t[]", list(strides)) if ndim and strides is not None else ffi.NULL
     code, bits, lanes = dtype
     flags = DLPACK_FLAG_BITMASK_READ_ONLY if (readonly and versioned) else 0
     token = next(_tokens)
@@ -219,3 +233,79 @@ def take_capsule(capsule):
             "(a capsule can be consumed only once)"
         )
     return _Consumed(c_ptr, bool(versioned[0]))
+
+
+#: Names under which the exchange API's C functions find their Python halves
+#: in the bridge (they match the CC_HOOK_* names of dlpack_exchange.c).
+_EXCHANGE_HOOKS = ("smv_to_managed_tensor", "smv_fill_dltensor", "smv_from_capsule")
+
+
+def exchange_api_capsule(to_managed_tensor, fill_dltensor, from_capsule):
+    """Register the exchange API's Python functions; return its capsule.
+
+    Parameters
+    ----------
+    to_managed_tensor : callable
+        ``f(obj)``: a new, unconsumed ``dltensor_versioned`` capsule of the
+        view ``obj`` (TypeError for anything else).
+    fill_dltensor : callable
+        ``f(obj, address)``: fill the ``DLTensor`` at ``address`` with a
+        borrowed description of the view ``obj``.
+    from_capsule : callable
+        ``f(capsule)``: a new view that consumes ``capsule``.
+
+    Returns
+    -------
+    PyCapsule
+        Named ``"dlpack_exchange_api"``, pointing to the process-lifetime
+        ``DLPackExchangeAPI`` struct.
+    """
+    for name, fn in zip(_EXCHANGE_HOOKS, (to_managed_tensor, fill_dltensor, from_capsule)):
+        _bridge[name] = fn
+    token = next(_tokens)
+    try:
+        if lib.cc_dlpack_exchange_api_capsule(token) != 0:
+            raise ImportError("the extension could not create the DLPack exchange API capsule")
+        return _bridge[token]
+    finally:
+        _bridge.pop(token, None)
+
+
+def exchange_api_address():
+    """Return the address of the ``DLPackExchangeAPI`` struct (an int)."""
+    return int(ffi.cast("uintptr_t", lib.cc_dlpack_exchange_api()))
+
+
+def object_address(obj):
+    """Return a new reference to ``obj`` as a ``PyObject *`` address (an int).
+
+    The reference must be released, e.g. by :func:`object_from_address`.
+    """
+    token = next(_tokens)
+    _bridge[token] = obj
+    try:
+        return int(ffi.cast("uintptr_t", lib.cc_pyobject_new_ref(token)))
+    finally:
+        _bridge.pop(token, None)
+
+
+def object_from_address(address):
+    """Return the object of a ``PyObject *`` address, taking over that reference."""
+    token = next(_tokens)
+    try:
+        if lib.cc_pyobject_steal(token, ffi.cast("void *", address)) != 0:
+            raise ValueError(f"no Python object at address {address:#x}")
+        return _bridge[token]
+    finally:
+        _bridge.pop(token, None)
+
+
+def take_python_error():
+    """Return (and clear) the exception a C call left pending in this thread, or None."""
+    token = next(_tokens)
+    try:
+        if not lib.cc_pyerr_take(token):
+            return None
+        return _bridge.get(token)
+    finally:
+        _bridge.pop(token, None)

@@ -19,14 +19,8 @@ from collections.abc import Sequence
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import format_cuda_version
-from cuda_core._memory._batch import (
-    coerce_buffers,
-    current_driver_version,
-    hex_address,
-    location_pair,
-    run_starts,
-    u64_array,
-)
+from cuda_core._memory._batch import coerce_buffers, hex_address, run_starts, u64_array
+from cuda_core._memory._location import current_driver_version, location_pair
 from cuda_core._stream import _as_open_stream
 
 __all__ = ["discard_batch", "discard_prefetch_batch", "prefetch_batch"]
@@ -52,7 +46,8 @@ def prefetch_batch(stream, buffers, locations):
         Managed allocations (a bare Buffer is refused).
     locations : Device, Host or sequence of them
         One location for every buffer, or one per buffer (same length).
-        A device ordinal, or ``-1`` for the host, is also accepted.
+        ``Host(numa_id=...)`` and ``Host.numa_current()`` need a CUDA 13
+        driver.
 
     Raises
     ------

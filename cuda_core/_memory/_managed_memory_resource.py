@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 
-import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._host import Host
 from cuda_core._loader import driver_at_least, require_driver
 from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._memory._location import device_location, is_location, location_pair
 from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._utils import check_or_create_options, require_open
@@ -27,6 +27,42 @@ __all__ = [
     "ManagedMemoryResource",
     "ManagedMemoryResourceOptions",
 ]
+
+_DEVICE_OR_HOST = frozenset((lib.CU_MEM_LOCATION_TYPE_DEVICE, lib.CU_MEM_LOCATION_TYPE_HOST))
+_NOT_NUMA_CURRENT = _DEVICE_OR_HOST | {lib.CU_MEM_LOCATION_TYPE_HOST_NUMA}
+
+#: The location types each advice takes (cuda.core's rules).
+_ADVICE_LOCATION_TYPES = {
+    lib.CU_MEM_ADVISE_SET_READ_MOSTLY: _NOT_NUMA_CURRENT,
+    lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY: _NOT_NUMA_CURRENT,
+    lib.CU_MEM_ADVISE_SET_PREFERRED_LOCATION: _NOT_NUMA_CURRENT
+    | {lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT},
+    lib.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: _NOT_NUMA_CURRENT,
+    lib.CU_MEM_ADVISE_SET_ACCESSED_BY: _DEVICE_OR_HOST,
+    lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY: _DEVICE_OR_HOST,
+}
+#: Advice whose location the driver ignores (None is accepted for it).
+_ADVICE_WITHOUT_LOCATION = frozenset(
+    (
+        lib.CU_MEM_ADVISE_SET_READ_MOSTLY,
+        lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY,
+        lib.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
+    )
+)
+_ADVICE_NAMES = {
+    lib.CU_MEM_ADVISE_SET_READ_MOSTLY: "CU_MEM_ADVISE_SET_READ_MOSTLY",
+    lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY: "CU_MEM_ADVISE_UNSET_READ_MOSTLY",
+    lib.CU_MEM_ADVISE_SET_PREFERRED_LOCATION: "CU_MEM_ADVISE_SET_PREFERRED_LOCATION",
+    lib.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: "CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION",
+    lib.CU_MEM_ADVISE_SET_ACCESSED_BY: "CU_MEM_ADVISE_SET_ACCESSED_BY",
+    lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY: "CU_MEM_ADVISE_UNSET_ACCESSED_BY",
+}
+_LOCATION_TYPE_NAMES = {
+    lib.CU_MEM_LOCATION_TYPE_DEVICE: "device",
+    lib.CU_MEM_LOCATION_TYPE_HOST: "host",
+    lib.CU_MEM_LOCATION_TYPE_HOST_NUMA: "host_numa",
+    lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: "host_numa_current",
+}
 
 
 class ManagedMemoryLocationType(_StrEnum):
@@ -105,7 +141,9 @@ class ManagedBuffer(Buffer):
     Returned by :meth:`ManagedMemoryResource.allocate`; wrap an external
     managed pointer with :meth:`from_handle`.  Advice is read back from the
     driver each time (``cuMemRangeGetAttribute``) and applied with
-    ``cuMemAdvise``.
+    ``cuMemAdvise``.  Locations are :class:`~cuda_core.Device` and
+    :class:`~cuda_core.Host` objects; ``Host(numa_id=...)`` and
+    ``Host.numa_current()`` need a CUDA 13 driver (TypeError before).
     """
 
     __slots__ = ()
@@ -120,17 +158,25 @@ class ManagedBuffer(Buffer):
 
         Parameters
         ----------
-        location : Device, Host or int
-            The destination: a Device, a device ordinal, ``-1`` or a Host.
+        location : Device or Host
+            The destination.
         stream : Stream or GraphBuilder
             Keyword-only; the stream that orders the migration.
+
+        Raises
+        ------
+        ValueError
+            If the memory is not managed, or ``location`` is None.
+        TypeError
+            If ``location`` is neither a Device nor a Host.
         """
         require_open(self, self._closed, "ManagedBuffer")
+        _require_managed(self, "prefetch")
+        c_loc = _c_location(location_pair(location))
         s = _as_stream(stream)
-        loc = _as_location(location)
         if self._size:
             check(
-                lib.cuMemPrefetchAsync_v2(self._ptr, self._size, loc[0], 0, s._handle),
+                lib.cuMemPrefetchAsync_v2(self._ptr, self._size, c_loc[0], 0, s._handle),
                 "cuMemPrefetchAsync",
             )
 
@@ -158,7 +204,7 @@ class ManagedBuffer(Buffer):
     @read_mostly.setter
     def read_mostly(self, value):
         advice = lib.CU_MEM_ADVISE_SET_READ_MOSTLY if value else lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY
-        self._advise(advice, _device_location(0))
+        self._advise(advice, None)
 
     @property
     def preferred_location(self):
@@ -168,37 +214,61 @@ class ManagedBuffer(Buffer):
         ``Host(numa_id=N)``; with an older one every host location reads back
         as ``Host()``.
         """
-        if driver_at_least(13, 0):  # type and id: host NUMA nodes round-trip
-            kind = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
-            loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
-            return _typed_location_object(kind, loc_id)
-        loc_id = self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION)
-        return _location_object(loc_id)
+        return self._location_attribute(
+            lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+            lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+            lib.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
+        )
 
     @preferred_location.setter
     def preferred_location(self, value):
         if value is None:
-            self._advise(lib.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, _device_location(0))
+            self._advise(lib.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, None)
         else:
-            self._advise(lib.CU_MEM_ADVISE_SET_PREFERRED_LOCATION, _as_location(value))
+            self._advise(lib.CU_MEM_ADVISE_SET_PREFERRED_LOCATION, value)
+
+    @property
+    def last_prefetch_location(self):
+        """Device, Host or None: Where this range was last prefetched (read-only).
+
+        None when the range was never prefetched as a whole, or its pages
+        went to different places.  This is the location last asked for, not
+        a sign that the migration has finished.  With a CUDA 13 driver a
+        prefetch to a host NUMA node reads back as ``Host(numa_id=N)``; with
+        an older one as ``Host()``.
+        """
+        return self._location_attribute(
+            lib.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+            lib.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
+            lib.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+        )
 
     @property
     def accessed_by(self):
-        """AccessedBySet: Live set of the locations with accessed-by advice (settable)."""
+        """AccessedBySet: Live set of the locations with accessed-by advice (settable).
+
+        Assigning an iterable of Devices and Hosts sets and unsets advice
+        so that exactly those locations remain; every entry is checked
+        before any advice changes.
+        """
         return AccessedBySet(self)
 
     @accessed_by.setter
     def accessed_by(self, locations):
-        target = {}
-        for loc in locations:  # every entry is checked before any advice changes
-            c_loc = _accessed_by_location(loc)
-            target[_location_key(c_loc)] = c_loc
-        current = AccessedBySet(self)._ids()
-        for key in current - set(target):
-            self._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _location_from_key(key))
-        for key, c_loc in target.items():
-            if key not in current:
-                self._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, c_loc)
+        target = set()
+        for loc in locations:
+            if not is_location(loc):
+                raise TypeError(
+                    f"accessed_by entries must be Device or Host, got {type(loc).__name__}"
+                )
+            target.add(loc)
+        for loc in target:  # NUMA hosts are refused before any advice changes
+            _advice_pair(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, loc)
+        current = set(AccessedBySet(self))
+        for loc in current - target:
+            self._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, loc)
+        for loc in target - current:
+            self._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, loc)
 
     def _range_int(self, attribute):
         require_open(self, self._closed, "ManagedBuffer")
@@ -209,8 +279,17 @@ class ManagedBuffer(Buffer):
         )
         return out[0]
 
-    def _advise(self, advice, c_loc):
+    def _location_attribute(self, type_attr, id_attr, legacy_attr):
+        """Read a location attribute: ``(type, id)`` on CUDA 13, the legacy id before."""
+        if driver_at_least(13, 0):  # type and id: host NUMA nodes round-trip
+            return _typed_location_object(self._range_int(type_attr), self._range_int(id_attr))
+        return _location_object(self._range_int(legacy_attr))
+
+    def _advise(self, advice, location):
+        """Apply ``advice`` for ``location`` (a Device, a Host, or None where ignored)."""
         require_open(self, self._closed, "ManagedBuffer")
+        _require_managed(self, "advise")
+        c_loc = _c_location(_advice_pair(advice, location))
         check(lib.cuMemAdvise_v2(self._ptr, self._size, advice, c_loc[0]), "cuMemAdvise")
 
 
@@ -218,8 +297,8 @@ class AccessedBySet:
     """Live view of the accessed-by advice of a :class:`ManagedBuffer`.
 
     Membership and iteration query the driver; :meth:`add` and
-    :meth:`discard` apply advice.  Items are Devices and ``Host()`` (the
-    driver reports every host location as the plain host).
+    :meth:`discard` apply advice.  Items are Devices and ``Host()``:
+    accessed-by advice takes no NUMA-specific host.
     """
 
     __slots__ = ("_buf",)
@@ -243,11 +322,9 @@ class AccessedBySet:
         return {v for v in out if v != -2}
 
     def __contains__(self, location):
-        try:
-            key = _location_key(_as_location(location))
-        except (TypeError, ValueError):
+        if not is_location(location):
             return False
-        return key in self._ids()
+        return location in list(self)
 
     def __iter__(self):
         return iter([_location_object(i) for i in sorted(self._ids())])
@@ -268,28 +345,33 @@ class AccessedBySet:
         return f"AccessedBySet({set(self)!r})"
 
     def add(self, location):
-        """Apply accessed-by advice for ``location``.
+        """Apply accessed-by advice for ``location`` (a Device or ``Host()``).
 
         Raises
         ------
+        TypeError
+            If ``location`` is neither a Device nor a Host.
         ValueError
-            For a NUMA-specific Host (``Host(numa_id=N)``,
-            ``Host.numa_current()``): the driver takes accessed-by advice
-            only for devices and the plain host.
+            For a NUMA-specific Host.
         """
-        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, _accessed_by_location(location))
+        if not is_location(location):
+            raise TypeError(f"expected Device or Host, got {type(location).__name__}")
+        self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, location)
 
     def discard(self, location):
         """Remove accessed-by advice for ``location``.
 
-        A NUMA-specific Host is never a member (the driver records host
-        advice as plain host), so discarding one does nothing.
+        Anything that cannot be a member (not a Device or Host, or a
+        NUMA-specific Host) is ignored, as a set's ``discard`` ignores
+        missing items.
         """
+        if not is_location(location):
+            return
         if isinstance(location, Host) and (
             location.numa_id is not None or location.is_numa_current
         ):
             return
-        self._buf._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, _as_location(location))
+        self._buf._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, location)
 
 
 class ManagedMemoryResource(_MemPool):
@@ -377,70 +459,30 @@ def _pool_location(opts):
     return lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, loc, (kind, loc)
 
 
-def _device_location(dev_id):
+def _require_managed(buf, what):
+    if not buf.is_managed:
+        raise ValueError(f"{what} requires a managed-memory allocation")
+
+
+def _advice_pair(advice, location):
+    """The ``(type, id)`` of ``location`` for ``advice``, checked against what it takes."""
+    pair = location_pair(location, allow_none=advice in _ADVICE_WITHOUT_LOCATION)
+    if pair is None:
+        # The driver ignores the location of this advice but still checks it.
+        return (lib.CU_MEM_LOCATION_TYPE_HOST, 0)
+    if pair[0] not in _ADVICE_LOCATION_TYPES[advice]:
+        raise ValueError(
+            f"advise {_ADVICE_NAMES[advice]} does not support "
+            f"location_type='{_LOCATION_TYPE_NAMES[pair[0]]}'"
+        )
+    return pair
+
+
+def _c_location(pair):
+    """A ``CUmemLocation *`` for a ``(type, id)`` pair."""
     c_loc = ffi.new("CUmemLocation *")
-    c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
-    c_loc.id = dev_id
+    c_loc.type, c_loc.id = pair
     return c_loc
-
-
-def _accessed_by_location(location):
-    """``_as_location`` for accessed-by advice, which refuses host NUMA locations."""
-    c_loc = _as_location(location)
-    if c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        kind = "host_numa"
-    elif c_loc.type == lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-        kind = "host_numa_current"
-    else:
-        return c_loc
-    raise ValueError(f"advise 'set_accessed_by' does not support location_type='{kind}'")
-
-
-def _as_location(location):
-    """Convert a Device, Host, device ordinal or -1 (host) to a ``CUmemLocation *``."""
-    c_loc = ffi.new("CUmemLocation *")
-    if isinstance(location, bool):
-        raise TypeError("a location must be a Device, a Host or an int, not bool")
-    if isinstance(location, int):
-        if location >= 0:
-            c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
-            c_loc.id = location
-        elif location == -1:
-            c_loc.type = lib.CU_MEM_LOCATION_TYPE_HOST
-            c_loc.id = 0
-        else:
-            raise ValueError(
-                f"a location int must be a device ordinal or -1 (host), got {location}"
-            )
-        return c_loc
-    dev_id = getattr(location, "device_id", None)
-    if isinstance(dev_id, int):
-        c_loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
-        c_loc.id = dev_id
-        return c_loc
-    if isinstance(location, Host):
-        if location.is_numa_current:
-            c_loc.type = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
-            c_loc.id = 0
-        elif location.numa_id is not None:
-            c_loc.type = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA
-            c_loc.id = location.numa_id
-        else:
-            c_loc.type = lib.CU_MEM_LOCATION_TYPE_HOST
-            c_loc.id = 0
-        return c_loc
-    raise TypeError(f"a location must be a Device, a Host or an int, not {type(location).__name__}")
-
-
-def _location_key(c_loc):
-    """The driver's read-back id of a location: ordinal, or -1 for any host location."""
-    if c_loc.type == lib.CU_MEM_LOCATION_TYPE_DEVICE:
-        return c_loc.id
-    return -1
-
-
-def _location_from_key(key):
-    return _as_location(key)
 
 
 def _location_object(loc_id):
@@ -449,7 +491,7 @@ def _location_object(loc_id):
         return None
     if loc_id == -1:
         return Host()
-    return _slots.Device(loc_id)
+    return device_location(loc_id)
 
 
 def _typed_location_object(kind, loc_id):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._loader import driver_at_least, driver_version
+from cuda_core._loader import driver_version
 from cuda_core._utils import index_or_none
 
 __all__ = ["GraphCondition"]
@@ -142,10 +142,13 @@ def _conditional_params(condition, c_type, size, c_ctx):
 def _require_driver(version, what):
     """Raise RuntimeError ``"Driver version X.Y.Z does not support <what>"`` below ``version``.
 
-    ``version`` is ``(major, minor)``; the message is worded as cuda.core words it.
+    ``version`` is ``(major, minor)`` or a CUDA version int (``12030``); the
+    message is worded as cuda.core words it.
     """
-    if not driver_at_least(*version):
-        have = driver_version()
+    if not isinstance(version, int):
+        version = version[0] * 1000 + version[1] * 10
+    have = driver_version()
+    if have < version:
         raise RuntimeError(
             f"Driver version {have // 1000}.{have % 1000 // 10}.{have % 10} does not support {what}"
         )

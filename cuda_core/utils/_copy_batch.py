@@ -12,20 +12,14 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error
-from cuda_core._memory._batch import (
-    SIZE_MAX,
-    coerce_buffers,
-    current_driver_version,
-    hex_address,
-    u64_array,
-)
+from cuda_core._memory._batch import SIZE_MAX, coerce_buffers, hex_address, run_starts, u64_array
 from cuda_core._memory._copy_options import (
     _DEFAULT_OPTIONS,
-    _attr_run_starts,
     _fill_attributes,
     _normalize_copy_options,
     _reject_unsupported_during_api_call,
 )
+from cuda_core._memory._location import current_driver_version
 from cuda_core._stream import _as_open_stream
 
 __all__ = ["copy_batch"]
@@ -187,6 +181,11 @@ def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
     )
     if status:
         raise _batch_error(status, c_fail[0], live, src_bufs, dst_bufs)
+
+
+def _attr_run_starts(attrs):
+    """Return where each run of equal neighbouring options starts (the driver's ``attrsIdxs``)."""
+    return run_starts(attrs)
 
 
 def _default_attributes():

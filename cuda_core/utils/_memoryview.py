@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """Views of strided arrays from other libraries: :class:`StridedMemoryView`.
 
-A view is made from any object that speaks DLPack (up to v1.0), the CUDA
-Array Interface (v3) or NumPy's ``__array_interface__``, or from a
-:class:`~cuda_core.Buffer` plus a shape.  It records the pointer, shape,
-strides (in elements), dtype and device, and keeps the exporting object
+A view is made from any object that speaks DLPack (up to v1.3), the CUDA
+Array Interface (v3) or NumPy's ``__array_interface__``, from a PyTorch
+tensor (read directly), or from a :class:`~cuda_core.Buffer` plus a shape.
+It records the pointer, shape, strides (in elements, exactly as the
+producer gave them), dtype and device, and keeps the exporting object
 alive.  DLPack capsules are consumed in C (see ``cuda_core._memory._dlpack``),
 so this works on CPython and PyPy.  Reading each protocol is in
-``_memoryview_protocols``; layouts and dtypes in ``_memoryview_layout``.
+``_memoryview_protocols`` (PyTorch in ``_memoryview_torch``); layouts and
+dtypes in ``_memoryview_layout``; DLPack export and the C exchange API in
+``_memoryview_exchange``.
 """
 
 from __future__ import annotations
@@ -21,18 +24,21 @@ import cuda_core._slots as _slots
 import cuda_core._tensor_map as _tensor_map
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
-from cuda_core.utils._memoryview_layout import _numpy_to_dlpack_dtype, _StridedLayout
+from cuda_core.utils._memoryview_exchange import export_capsule, install
+from cuda_core.utils._memoryview_layout import _require_tuple, _StridedLayout
 from cuda_core.utils._memoryview_protocols import (
-    _has_dlpack,
+    _check_has_protocol,
+    _dlpack_dtype,
+    _dlpack_layout,
     _kDLCPU,
     _kDLCUDA,
-    _NoProtocolError,
     _reset,
     _view_as_array_interface,
     _view_as_cai,
     _view_as_dlpack,
     _view_buffer,
 )
+from cuda_core.utils._memoryview_torch import is_torch_tensor, view_torch_tensor
 
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 
@@ -50,12 +56,29 @@ class StridedMemoryView:
     Interface, the consumer stream is made to wait for the producer stream
     (as ``cudaStreamWaitEvent`` would).  Pass ``-1`` to opt out of ordering.
 
+    While PyTorch 2.3 to 2.12 is imported, a ``torch.Tensor`` given to
+    :meth:`from_dlpack`, :meth:`from_cuda_array_interface`,
+    :meth:`from_array_interface` or :meth:`from_any_interface` is read
+    directly (``data_ptr()``, ``shape``, ``stride()``, ``dtype``,
+    ``device``): a CPU tensor needs no stream; for a CUDA tensor
+    ``stream_ptr`` None raises BufferError, -1 skips ordering, and any
+    other stream waits for PyTorch's current stream on that device.
+
+    The class carries the DLPack C exchange API (DLPack 1.3) as
+    ``__dlpack_c_exchange_api__`` (and ``__c_dlpack_exchange_api__``), a
+    PyCapsule named ``"dlpack_exchange_api"``, on CPython and PyPy.
+
+    Differences from cuda.core, kept on purpose (see ``docs/differences.md``):
+    a DLPack tensor's ``byte_offset`` is added to :attr:`ptr`; a capsule
+    that is not a DLPack tensor raises BufferError (not AssertionError).
+
     Attributes
     ----------
     ptr : int
         Address of the first element.
     device_id : int
-        The device holding the data, -1 for CPU memory.
+        The device holding the data, -1 for CPU memory (for
+        :meth:`from_array_interface`, the current device, as in cuda.core).
     is_device_accessible : bool
         Whether the GPU can access the data.
     readonly : bool
@@ -76,6 +99,7 @@ class StridedMemoryView:
         "_buffer",
         "_metadata",
         "_consumed",
+        "_lazy_dtype",
         "__weakref__",
     )
 
@@ -90,7 +114,7 @@ class StridedMemoryView:
                 stacklevel=2,
             )
             return
-        if _has_dlpack(obj):
+        if _check_has_protocol(obj):
             warnings.warn(
                 f"Constructing a {clsname} directly from a DLPack-supporting object is "
                 "deprecated; use StridedMemoryView.from_dlpack or from_any_interface instead.",
@@ -98,7 +122,7 @@ class StridedMemoryView:
                 stacklevel=2,
             )
             _view_as_dlpack(self, obj, stream_ptr)
-        elif hasattr(obj, "__cuda_array_interface__"):
+        else:
             warnings.warn(
                 f"Constructing a {clsname} directly from a CUDA-array-interface-supporting "
                 "object is deprecated; use StridedMemoryView.from_cuda_array_interface or "
@@ -107,54 +131,47 @@ class StridedMemoryView:
                 stacklevel=2,
             )
             _view_as_cai(self, obj, stream_ptr)
-        else:
-            raise _NoProtocolError(
-                f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface"
-            )
 
     def __repr__(self):
+        pad = " " * 18
         return (
-            f"StridedMemoryView(ptr={self._ptr}, shape={self.shape}, strides={self.strides}, "
-            f"itemsize={self._layout.itemsize}, dtype={_simple_repr(self.dtype)}, "
-            f"device_id={self._device_id}, is_device_accessible={self._is_device_accessible}, "
-            f"readonly={self._readonly}, exporting_obj={_simple_repr(self._exporting_obj)})"
+            f"StridedMemoryView(ptr={self._ptr},\n"
+            f"{pad}shape={self.shape},\n"
+            f"{pad}strides={self.strides},\n"
+            f"{pad}itemsize={self._layout.itemsize},\n"
+            f"{pad}dtype={_simple_repr(self.dtype)},\n"
+            f"{pad}device_id={self._device_id},\n"
+            f"{pad}is_device_accessible={self._is_device_accessible},\n"
+            f"{pad}readonly={self._readonly},\n"
+            f"{pad}exporting_obj={_simple_repr(self._exporting_obj)})"
         )
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export this view as a DLPack capsule (no synchronization; ``stream`` is ignored).
 
+        ``max_version`` None gives a legacy ``"dltensor"`` capsule; a tuple
+        of at least ``(1, 0)`` gives a ``"dltensor_versioned"`` one of
+        DLPack 1.3, read-only when the view is.
+
         Raises
         ------
         BufferError
-            For ``copy=True``, a ``dl_device`` other than this view's own, a
-            missing or unsupported dtype, or a malformed ``max_version``.
+            For any ``dl_device`` (even this view's own), ``copy=True``, a
+            malformed ``max_version``, or a missing or unsupported dtype.
         """
+        if dl_device is not None:
+            raise BufferError("Sorry, not supported: dl_device other than None")
         if copy is True:
             raise BufferError("Sorry, not supported: copy=True")
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"Sorry, not supported: dl_device={tuple(dl_device)}")
         versioned = _dlpack.wants_versioned(max_version)
-        dtype = self.dtype
-        if dtype is None:
-            raise BufferError(
-                "Cannot export StridedMemoryView via DLPack without dtype information; "
-                "create the view with dtype specified."
-            )
-        layout = self._layout
-        data = 0 if layout.volume == 0 else self._ptr
-        return _dlpack.capsule_from_tensor(
-            self,
-            data,
-            self.__dlpack_device__(),
-            _numpy_to_dlpack_dtype(dtype),
-            layout.shape,
-            layout.element_strides(),
-            versioned=versioned,
-            readonly=self._readonly,
-        )
+        return export_capsule(self, versioned)
 
     def __dlpack_device__(self):
-        """Return the DLPack ``(device_type, device_id)`` of the viewed memory."""
+        """Return the DLPack ``(device_type, device_id)`` of the viewed memory.
+
+        For a view made by :meth:`from_buffer`, the Buffer's own (managed
+        memory is ``kDLCUDAManaged``, where cuda.core says ``kDLCUDAHost``).
+        """
         consumed = self._consumed
         if consumed is not None:
             device_type = int(consumed.tensor.device.device_type)
@@ -171,6 +188,9 @@ class StridedMemoryView:
     @classmethod
     def from_dlpack(cls, obj, stream_ptr=None):
         """Create a view of an object implementing DLPack (``__dlpack__``).
+
+        The exporter is asked for DLPack 1.3 (``max_version=(1, 3)``), and
+        again without ``max_version`` if it does not take that argument.
 
         Parameters
         ----------
@@ -189,7 +209,10 @@ class StridedMemoryView:
         """
         view = object.__new__(cls)
         _reset(view)
-        _view_as_dlpack(view, obj, stream_ptr)
+        if is_torch_tensor(obj):
+            view_torch_tensor(view, obj, stream_ptr)
+        else:
+            _view_as_dlpack(view, obj, stream_ptr)
         return view
 
     @classmethod
@@ -213,38 +236,40 @@ class StridedMemoryView:
         """
         view = object.__new__(cls)
         _reset(view)
-        _view_as_cai(view, obj, stream_ptr)
+        if is_torch_tensor(obj):
+            view_torch_tensor(view, obj, stream_ptr)
+        else:
+            _view_as_cai(view, obj, stream_ptr)
         return view
 
     @classmethod
     def from_array_interface(cls, obj):
-        """Create a view of a host object implementing ``__array_interface__`` (v3)."""
+        """Create a view of a host object implementing ``__array_interface__`` (v3).
+
+        As in cuda.core, the ``offset`` key is ignored and ``device_id`` is
+        the current device (CUDAError when no context is current).
+        """
         view = object.__new__(cls)
         _reset(view)
-        _view_as_array_interface(view, obj)
+        if is_torch_tensor(obj):
+            view_torch_tensor(view, obj, None)
+        else:
+            _view_as_array_interface(view, obj)
         return view
 
     @classmethod
     def from_any_interface(cls, obj, stream_ptr=None):
         """Create a view through DLPack, else the CUDA Array Interface.
 
-        Objects with neither but with ``__array_interface__`` are viewed
-        through it.
-
         Raises
         ------
         BufferError
-            If ``obj`` supports none of these protocols.
+            If ``obj`` supports neither (``__array_interface__`` is not
+            tried, as in cuda.core).
         """
-        if _has_dlpack(obj):
+        if _check_has_protocol(obj):
             return cls.from_dlpack(obj, stream_ptr)
-        if hasattr(obj, "__cuda_array_interface__"):
-            return cls.from_cuda_array_interface(obj, stream_ptr)
-        if hasattr(obj, "__array_interface__"):
-            return cls.from_array_interface(obj)
-        raise _NoProtocolError(
-            f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface"
-        )
+        return cls.from_cuda_array_interface(obj, stream_ptr)
 
     @classmethod
     def from_buffer(
@@ -258,15 +283,18 @@ class StridedMemoryView:
         Parameters
         ----------
         buffer : Buffer
-            The memory.
+            The memory (any object with a Buffer's ``handle``, ``size``,
+            ``memory_resource``, ``device_id`` and ``is_device_accessible``).
         shape : tuple of int
             Extents.
         strides : tuple of int, optional
-            Strides in elements (None: C-contiguous).
+            Strides in elements, kept as given (None: C-contiguous).
         itemsize : int, optional
             Bytes per element; needed when ``dtype`` is not given.
         dtype : numpy.dtype, optional
             Element type; its itemsize must match ``itemsize`` if both given.
+            Anything ``numpy.dtype()`` accepts (cuda.core takes only a
+            ``numpy.dtype`` instance).
         is_readonly : bool
             Mark the view read-only.
 
@@ -276,7 +304,7 @@ class StridedMemoryView:
             If neither ``itemsize`` nor ``dtype`` is given, they disagree, or
             the layout does not fit in an allocated buffer.
         TypeError
-            If ``buffer`` is not a Buffer.
+            If ``shape`` is not a tuple, or ``strides`` neither a tuple nor None.
         """
         if itemsize is None and dtype is None:
             raise ValueError("Either itemsize or dtype must be specified")
@@ -287,10 +315,12 @@ class StridedMemoryView:
                     f"itemsize ({itemsize}) does not match dtype.itemsize ({dtype.itemsize})"
                 )
             itemsize = dtype.itemsize
+        _require_tuple(shape, "shape")
+        _require_tuple(strides, "strides", allow_none=True)
         layout = _StridedLayout(shape, strides, itemsize)
         view = object.__new__(cls)
         _reset(view)
-        _view_buffer(view, buffer, layout, dtype, bool(is_readonly))
+        _view_buffer(view, buffer, layout, dtype, is_readonly)
         return view
 
     def view(self, layout=None, dtype=None):
@@ -299,7 +329,8 @@ class StridedMemoryView:
         Parameters
         ----------
         layout : object with ``shape``, ``strides`` and ``itemsize``, optional
-            The new layout (strides in elements, None for C-contiguous).
+            The new layout (strides in elements, None for C-contiguous); any
+            such object, where cuda.core takes only its own layout class.
         dtype : numpy.dtype, optional
             The new dtype; its itemsize must match the layout's.
         """
@@ -307,8 +338,11 @@ class StridedMemoryView:
             return self
         if layout is None:
             layout = self._layout
-        else:
-            layout = _StridedLayout(layout.shape, layout.strides, layout.itemsize)
+        elif not isinstance(layout, _StridedLayout):
+            strides = layout.strides
+            layout = _StridedLayout(
+                tuple(layout.shape), None if strides is None else tuple(strides), layout.itemsize
+            )
         if dtype is None:
             dtype = self.dtype
         view = object.__new__(type(self))
@@ -392,9 +426,11 @@ class StridedMemoryView:
 
     @property
     def _layout(self):
-        """_StridedLayout: Shape, strides and itemsize."""
+        """_StridedLayout: Shape, strides and itemsize (read from DLPack on first use)."""
         if self._layout_ is None:
-            raise ValueError("Cannot infer layout from the exporting object")
+            if self._consumed is None:
+                raise ValueError("Cannot infer layout from the exporting object")
+            self._layout_ = _dlpack_layout(self._consumed.tensor)
         return self._layout_
 
     @property
@@ -409,15 +445,30 @@ class StridedMemoryView:
 
     @property
     def strides(self):
-        """tuple of int or None: Strides in elements (not bytes); None if C-contiguous."""
+        """tuple of int or None: Strides in elements (not bytes), as the producer gave them.
+
+        None only when the producer gave no strides (C-contiguous).
+        """
         return self._layout.strides
 
     @property
     def dtype(self):
-        """numpy.dtype or None: Element type (bfloat16 needs ``ml_dtypes``)."""
+        """numpy.dtype or None: Element type (bfloat16 needs ``ml_dtypes``).
+
+        For DLPack and PyTorch sources it is decoded on first access, so an
+        unsupported element type raises here (TypeError or
+        NotImplementedError), not when the view is made.  A DLPack bfloat
+        of other than 16 bits raises TypeError (cuda.core calls it bfloat16).
+        """
+        if self._dtype is None:
+            if self._consumed is not None:
+                self._dtype = _dlpack_dtype(self._consumed.tensor)
+            elif self._lazy_dtype is not None:
+                self._dtype = self._lazy_dtype()
         return self._dtype
 
 
+install(StridedMemoryView)
 _tensor_map.VIEW_TYPE.append(StridedMemoryView)
 
 
@@ -428,14 +479,7 @@ class _StridedMemoryViewProxy:
 
     def __init__(self, obj):
         self.obj = obj
-        if _has_dlpack(obj):
-            self.has_dlpack = True
-        elif hasattr(obj, "__cuda_array_interface__"):
-            self.has_dlpack = False
-        else:
-            raise _NoProtocolError(
-                f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface"
-            )
+        self.has_dlpack = _check_has_protocol(obj)
 
     def view(self, stream_ptr=None):
         """Return a :class:`StridedMemoryView` of the argument (consumer stream ``stream_ptr``)."""
@@ -458,17 +502,15 @@ def args_viewable_as_strided_memory(arg_indices):
     Parameters
     ----------
     arg_indices : tuple of int
-        Indices of the positional arguments to wrap.
+        Indices of the positional arguments to wrap (read at each call, as
+        in cuda.core; not checked here).
     """
-    if isinstance(arg_indices, int) or not all(isinstance(i, int) for i in arg_indices):
-        raise TypeError(f"arg_indices must be a tuple of ints, got {arg_indices!r}")
-    indices = tuple(arg_indices)
 
     def decorator(func):
         @functools.wraps(func)
         def wrapped(*args, **kwargs):
             args = list(args)
-            for idx in indices:
+            for idx in arg_indices:
                 args[idx] = _StridedMemoryViewProxy(args[idx])
             return func(*args, **kwargs)
 

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Layouts and element types of strided memory views.
 
-``_StridedLayout`` holds a view's shape, strides (in elements) and itemsize;
-the functions translate dtypes between NumPy and DLPack.
+``_StridedLayout`` holds a view's shape, strides (in elements, exactly as
+the producer gave them, or None for "C-contiguous, not stated") and
+itemsize; the functions translate dtypes between NumPy and DLPack.  The
+checks run in cuda.core's order and raise its exception types and
+messages.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from cuda_core._memory import _dlpack
 
 __all__ = []
 
+#: Most dimensions a layout may have (as in cuda.core).
+MAX_NDIM = 64
+
 try:  # bfloat16 and friends come from ml_dtypes when installed
     from ml_dtypes import bfloat16 as _bfloat16
 except ImportError:  # pragma: no cover - depends on the environment
@@ -23,26 +29,43 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 
 class _StridedLayout:
-    """Shape, strides (in elements; None for C-contiguous) and itemsize of a view."""
+    """Shape, strides (in elements; None when not given) and itemsize of a view.
 
-    __slots__ = ("shape", "strides", "itemsize")
+    Strides are kept as given, even when they describe a C-contiguous array:
+    ``strides`` is None only when the producer gave none.  ``shape`` and
+    ``strides`` must be tuples (or None for strides); call sites that take
+    user input check the type first (see :func:`_require_tuple`).
+    """
 
-    def __init__(self, shape, strides=None, itemsize=1):
-        shape = tuple(int(s) for s in shape)
+    __slots__ = ("shape", "strides", "itemsize", "_c_dims")
+
+    def __init__(self, shape, strides, itemsize, divide_strides=False):
+        ndim = len(shape)
+        if ndim > MAX_NDIM:
+            raise ValueError(
+                f"Unsupported number of dimensions: {ndim}. Max supported ndim is {MAX_NDIM}"
+            )
+        shape = tuple(_as_index(s) for s in shape)
         if any(s < 0 for s in shape):
-            raise ValueError(f"shape must not have negative extents, got {shape}")
+            raise ValueError("Extents must be non-negative")
         if strides is not None:
-            strides = tuple(int(s) for s in strides)
-            if len(strides) != len(shape):
-                raise ValueError(f"strides {strides} and shape {shape} must have the same length")
-            if _is_c_contiguous(shape, strides):
-                strides = None
-        itemsize = int(itemsize)
+            if len(strides) != ndim:
+                raise ValueError(
+                    "Strides, if provided, must have the same length as shape. Shape has "
+                    f"{ndim} dimensions, but strides has {len(strides)} elements."
+                )
+            strides = tuple(_as_index(s) for s in strides)
+        itemsize = _as_index(itemsize)
         if itemsize <= 0:
-            raise ValueError(f"itemsize must be positive, got {itemsize}")
+            raise ValueError("itemsize must be positive")
+        if strides is not None and divide_strides:
+            if any(s % itemsize for s in strides):
+                raise ValueError("strides must be divisible by itemsize")
+            strides = tuple(s // itemsize for s in strides)
         self.shape = shape
         self.strides = strides
         self.itemsize = itemsize
+        self._c_dims = None
 
     def __repr__(self):
         return (
@@ -55,7 +78,10 @@ class _StridedLayout:
         return math.prod(self.shape)
 
     def element_strides(self):
-        """Strides in elements, computed for C-contiguous layouts."""
+        """Strides in elements; for a layout without strides, the C-contiguous ones.
+
+        As in cuda.core, the computed strides of an empty layout are all 0.
+        """
         if self.strides is not None:
             return self.strides
         out = []
@@ -63,7 +89,21 @@ class _StridedLayout:
         for extent in reversed(self.shape):
             out.append(acc)
             acc *= extent
+        if acc == 0:
+            return (0,) * len(self.shape)
         return tuple(reversed(out))
+
+    def c_dims(self, ffi):
+        """``int64_t[2 * ndim]`` holding the shape then the element strides (cached).
+
+        DLPack's borrowed export points into it, so it lives as long as the
+        layout (and hence the view) does.
+        """
+        if self._c_dims is None:
+            self._c_dims = ffi.new(
+                "int64_t[]", list(self.shape) + list(self.element_strides()) or [0]
+            )
+        return self._c_dims
 
     def required_size_in_bytes(self):
         """Bytes spanned from the base pointer (ValueError for negative offsets)."""
@@ -73,15 +113,50 @@ class _StridedLayout:
         lo = sum((e - 1) * s for e, s in zip(self.shape, strides) if s < 0)
         if lo < 0:
             raise ValueError(
-                "layouts with negative offsets from the base pointer are not supported"
+                "Allocation size for a layout that maps elements to negative memory offsets "
+                f"is ambiguous. The layout's min_offset is {lo}."
             )
         hi = sum((e - 1) * s for e, s in zip(self.shape, strides) if s > 0)
         return (hi + 1) * self.itemsize
 
 
+def _require_tuple(value, name=None, allow_none=False):
+    """Raise cuda.core's TypeError unless ``value`` is a tuple (or None if allowed).
+
+    ``name`` selects the message of a keyword parameter
+    (``"Argument 'shape' has incorrect type ..."``); without it the message
+    is that of an internal conversion (``"Expected tuple, got list"``).
+    """
+    if isinstance(value, tuple) or (allow_none and value is None):
+        return value
+    got = "NoneType" if value is None else type(value).__name__
+    if name is None:
+        raise TypeError(f"Expected tuple, got {got}")
+    raise TypeError(f"Argument '{name}' has incorrect type (expected tuple, got {got})")
+
+
+def _as_index(value):
+    """``value`` as a Python int (TypeError for floats and other non-integers)."""
+    try:
+        return int(value.__index__())
+    except AttributeError:
+        raise TypeError(
+            f"'{type(value).__name__}' object cannot be interpreted as an integer"
+        ) from None
+
+
 @functools.cache
 def _typestr2dtype(typestr):
     return numpy.dtype(typestr)
+
+
+def _interface_dtype(typestr):
+    """The dtype of an array-interface ``typestr`` (which must be a ``str``)."""
+    if not isinstance(typestr, str):
+        raise TypeError(
+            f"Argument 'typestr' has incorrect type (expected str, got {type(typestr).__name__})"
+        )
+    return _typestr2dtype(typestr)
 
 
 _DLPACK_DTYPES = {
@@ -100,21 +175,29 @@ _DLPACK_DTYPES = {
     (5, 128): numpy.complex128,
     (6, 8): numpy.bool_,
 }
+_DLPACK_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 5: "complex"}
 
 
 def _dlpack_to_numpy_dtype(code, bits, lanes):
+    """The NumPy dtype of a DLPack ``(code, bits, lanes)``, with cuda.core's errors."""
     if lanes != 1:
-        raise NotImplementedError(f"vector dtypes (lanes={lanes}) are not supported")
-    if code == int(_dlpack.DLDataTypeCode.kDLBfloat):
-        if _bfloat16 is None or bits != 16:
-            raise NotImplementedError(
-                "Support for bfloat16 within cuda_core requires `ml_dtypes` to be installed."
-            )
-        return numpy.dtype(_bfloat16)
+        raise NotImplementedError(f"vector dtypes (lanes={lanes}) is not supported")
     np_type = _DLPACK_DTYPES.get((code, bits))
-    if np_type is None:
-        raise TypeError(f"Unsupported DLPack dtype: code {code}, {bits} bits")
-    return numpy.dtype(np_type)
+    if np_type is not None:
+        return numpy.dtype(np_type)
+    if code in _DLPACK_CODE_NAMES:
+        raise TypeError(f"{_DLPACK_CODE_NAMES[code]}{bits} is not supported.")
+    if code == int(_dlpack.DLDataTypeCode.kDLBool):
+        raise TypeError(f"{bits}-bit bool is not supported")
+    if code == int(_dlpack.DLDataTypeCode.kDLBfloat):
+        if _bfloat16 is None:
+            raise NotImplementedError(
+                "Support for bfloat16 within cuda-core requires `ml_dtypes` to be installed."
+            )
+        if bits != 16:
+            raise TypeError(f"bfloat{bits} is not supported.")
+        return numpy.dtype(_bfloat16)
+    raise TypeError(f"Unsupported dtype. dtype code: {code}")
 
 
 def _numpy_to_dlpack_dtype(dtype):
@@ -141,15 +224,3 @@ def _numpy_to_dlpack_dtype(dtype):
     else:
         raise BufferError(f"Unsupported dtype for DLPack export: {dtype}")
     return (int(code), bits, 1)
-
-
-def _is_c_contiguous(shape, strides):
-    """Whether element ``strides`` are those of a C-contiguous array of ``shape``."""
-    if 0 in shape:
-        return True
-    expected = 1
-    for extent, stride in zip(reversed(shape), reversed(strides)):
-        if extent != 1 and stride != expected:
-            return False
-        expected *= extent
-    return True

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """How a :class:`~cuda_core.utils.StridedMemoryView` reads what it views.
 
-One function per source: DLPack (``_view_as_dlpack``), the CUDA Array
-Interface (``_view_as_cai``, which also orders the producer's stream before
-the consumer's), NumPy's array interface (``_view_as_array_interface``) and a
-:class:`~cuda_core.Buffer` with a layout (``_view_buffer``).  Each fills the
-fields of a view that ``_reset`` initialized.
+One function per source: DLPack (``_view_as_dlpack``, and
+``_view_from_capsule`` for the C exchange API), the CUDA Array Interface
+(``_view_as_cai``, which also orders the producer's stream before the
+consumer's), NumPy's array interface (``_view_as_array_interface``) and a
+buffer with a layout (``_view_buffer``).  Each fills the fields of a view
+that ``_reset`` initialized, checking its input in cuda.core's order with
+cuda.core's exception types and messages.  A DLPack tensor's dtype and
+layout are decoded on first use, as cuda.core does, so an unsupported dtype
+raises when ``dtype`` is read, not when the view is made.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ import numpy
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as
 from cuda_core._memory import _dlpack
-from cuda_core._memory._buffer import Buffer
 from cuda_core._utils import as_int_handle
 from cuda_core.utils._memoryview_layout import (
+    _as_index,
     _dlpack_to_numpy_dtype,
+    _interface_dtype,
+    _require_tuple,
     _StridedLayout,
-    _typestr2dtype,
 )
 
 __all__ = []
@@ -30,10 +35,20 @@ _kDLCUDA = int(_dlpack.DLDeviceType.kDLCUDA)
 _kDLCUDAHost = int(_dlpack.DLDeviceType.kDLCUDAHost)
 _kDLCUDAManaged = int(_dlpack.DLDeviceType.kDLCUDAManaged)
 
+#: The newest DLPack version this package reads and writes.
+DLPACK_VERSION = (_dlpack.DLPACK_MAJOR_VERSION, _dlpack.DLPACK_MINOR_VERSION)
+
 
 @shown_as(BufferError)
 class _NoProtocolError(BufferError, RuntimeError):
-    """The object supports none of the data-exchange protocols."""
+    """The object supports none of the data-exchange protocols.
+
+    A BufferError (as cuda.core raises today) that is also a RuntimeError
+    (as it raised before), so either ``except`` clause catches it.
+    """
+
+    def __init__(self, message="the input object does not support any data exchange protocol"):
+        super().__init__(message)
 
 
 @shown_as(TypeError)
@@ -72,12 +87,25 @@ def _reset(view):
     view._buffer = None
     view._metadata = None
     view._consumed = None
+    view._lazy_dtype = None
 
 
 def _has_dlpack(obj):
     return hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
 
 
+def _check_has_protocol(obj):
+    """Return True for DLPack, False for the CUDA Array Interface; raise otherwise."""
+    if _has_dlpack(obj):
+        return True
+    if hasattr(obj, "__cuda_array_interface__"):
+        return False
+    raise _NoProtocolError()
+
+
+# --------------------------------------------------------------------------
+# DLPack
+# --------------------------------------------------------------------------
 def _view_as_dlpack(view, obj, stream_ptr):
     if not _has_dlpack(obj):
         raise _NoInterfaceError(
@@ -101,39 +129,82 @@ def _view_as_dlpack(view, obj, stream_ptr):
     elif dl_type in (_kDLCUDAHost, _kDLCUDAManaged):
         is_device_accessible = True
     else:
-        raise BufferError(f"DLPack device type {dl_type} is not supported")
+        raise BufferError("device not supported")
     stream = stream_ptr or None
     try:
-        capsule = obj.__dlpack__(stream=stream, max_version=(1, 0))
+        capsule = obj.__dlpack__(stream=stream, max_version=DLPACK_VERSION)
     except TypeError:
         capsule = obj.__dlpack__(stream=stream)
+    _take_tensor(view, capsule, obj)
+    view._device_id = int(device_id)
+    view._is_device_accessible = is_device_accessible
+
+
+def _view_from_capsule(view, capsule, exporting_obj):
+    """Fill ``view`` from an unconsumed DLPack capsule (the device comes from the tensor)."""
+    tensor = _take_tensor(view, capsule, exporting_obj)
+    device_type = int(tensor.device.device_type)
+    if device_type == _kDLCPU:
+        view._device_id = -1
+        view._is_device_accessible = False
+    elif device_type in (_kDLCUDA, _kDLCUDAHost, _kDLCUDAManaged):
+        view._device_id = int(tensor.device.device_id)
+        view._is_device_accessible = True
+    else:
+        view._consumed.release()  # the tensor is ours: give it back now, not at GC
+        view._consumed = None
+        raise BufferError("device not supported")
+
+
+def _take_tensor(view, capsule, exporting_obj):
     consumed = _dlpack.take_capsule(capsule)
     tensor = consumed.tensor
-    readonly = bool(consumed.flags & _dlpack.DLPACK_FLAG_BITMASK_READ_ONLY)
+    view._consumed = consumed
+    view._metadata = capsule
+    # DLPack's data pointer plus byte_offset is the first element (cuda.core
+    # leaves byte_offset out; see docs/differences.md).
+    view._ptr = as_int_handle(tensor.data) + int(tensor.byte_offset)
+    view._readonly = bool(consumed.flags & _dlpack.DLPACK_FLAG_BITMASK_READ_ONLY)
+    view._exporting_obj = exporting_obj
+    return tensor
+
+
+def _dlpack_layout(tensor):
+    """The layout of a DLPack tensor (strides exactly as given, None if NULL)."""
+    dt = tensor.dtype
+    nbits = int(dt.bits) * int(dt.lanes)
+    if nbits % 8:
+        raise ValueError("dl_tensor.dtype.bits must be a multiple of 8")
     ndim = int(tensor.ndim)
     shape = tuple(int(tensor.shape[i]) for i in range(ndim))
     strides = None
-    if ndim and tensor.strides != ffi.NULL:
+    if tensor.strides != ffi.NULL:
         strides = tuple(int(tensor.strides[i]) for i in range(ndim))
+    return _StridedLayout(shape, strides, nbits // 8)
+
+
+def _dlpack_dtype(tensor):
     dt = tensor.dtype
-    bits = int(dt.bits) * int(dt.lanes)
-    if bits % 8:
-        consumed.release()
-        raise ValueError("dl_tensor.dtype.bits must be a multiple of 8")
-    try:
-        dtype = _dlpack_to_numpy_dtype(int(dt.code), int(dt.bits), int(dt.lanes))
-    except Exception:
-        consumed.release()
-        raise
-    view._consumed = consumed
-    view._metadata = capsule
-    view._ptr = as_int_handle(tensor.data) + int(tensor.byte_offset)
-    view._device_id = device_id
-    view._is_device_accessible = is_device_accessible
-    view._readonly = readonly
-    view._exporting_obj = obj
-    view._layout_ = _StridedLayout(shape, strides, bits // 8)
-    view._dtype = dtype
+    return _dlpack_to_numpy_dtype(int(dt.code), int(dt.bits), int(dt.lanes))
+
+
+# --------------------------------------------------------------------------
+# CUDA Array Interface and NumPy's array interface
+# --------------------------------------------------------------------------
+def _interface_dict(data):
+    if data is not None and not isinstance(data, dict):
+        raise TypeError(f"Expected dict, got {type(data).__name__}")
+    return data
+
+
+def _interface_layout(data):
+    """Validate and return ``(layout, dtype)`` of an interface dict, in cuda.core's order."""
+    shape = data["shape"]
+    strides = data.get("strides")
+    dtype = _interface_dtype(data["typestr"])
+    _require_tuple(shape)
+    _require_tuple(strides, allow_none=True)
+    return _StridedLayout(shape, strides, dtype.itemsize, divide_strides=True), dtype
 
 
 def _view_as_cai(view, obj, stream_ptr):
@@ -144,20 +215,16 @@ def _view_as_cai(view, obj, stream_ptr):
             "StridedMemoryView.from_any_interface"
         )
     stream_ptr = _stream_ptr(stream_ptr)
-    cai = obj.__cuda_array_interface__
+    cai = _interface_dict(obj.__cuda_array_interface__)
     if cai["version"] < 3:
         raise BufferError("only CUDA Array Interface v3 or above is supported")
     if cai.get("mask") is not None:
         raise BufferError("mask is not supported")
     if stream_ptr is None:
         raise BufferError("stream=None is ambiguous with view()")
+    layout, dtype = _interface_layout(cai)
     ptr, readonly = cai["data"]
-    ptr = int(ptr)
-    dtype = _typestr2dtype(cai["typestr"])
-    strides = cai.get("strides")
-    if strides is not None:
-        strides = tuple(s // dtype.itemsize for s in strides)
-    layout = _StridedLayout(cai["shape"], strides, dtype.itemsize)
+    ptr = _as_index(ptr)
     out = ffi.new("int *")
     if ptr:
         check(
@@ -169,9 +236,13 @@ def _view_as_cai(view, obj, stream_ptr):
     if stream_ptr != -1:
         producer = cai.get("stream")
         if producer is not None:
-            producer = int(producer)
+            producer = _as_index(producer)
             if producer <= 0:
-                raise BufferError(f"invalid producer stream {producer} in __cuda_array_interface__")
+                # cuda.core asserts this; an explicit raise survives ``python -O``.
+                raise AssertionError(
+                    f"the producer stream in __cuda_array_interface__ must be positive, "
+                    f"got {producer}"
+                )
             if producer != stream_ptr:
                 _order_streams(producer, stream_ptr)
     view._metadata = cai
@@ -199,31 +270,31 @@ def _order_streams(producer, consumer):
 
 
 def _view_as_array_interface(view, obj):
-    data = obj.__array_interface__
+    data = _interface_dict(obj.__array_interface__)
     if data["version"] < 3:
         raise BufferError("only NumPy Array Interface v3 or above is supported")
     if data.get("mask") is not None:
         raise BufferError("mask is not supported")
-    if data.get("data") is None or not isinstance(data["data"], tuple):
-        raise BufferError("__array_interface__ without a (pointer, readonly) data tuple")
-    ptr, readonly = data["data"]
-    dtype = _typestr2dtype(data["typestr"])
-    strides = data.get("strides")
-    if strides is not None:
-        strides = tuple(s // dtype.itemsize for s in strides)
+    layout, dtype = _interface_layout(data)
+    ptr, readonly = data["data"]  # the "offset" key is ignored, as in cuda.core
+    ptr = _as_index(ptr)
+    out = ffi.new("int *")
+    check(lib.cuCtxGetDevice(out), "cuCtxGetDevice")
     view._metadata = data
-    view._ptr = int(ptr) + int(data.get("offset", 0) or 0)
+    view._ptr = ptr
     view._readonly = bool(readonly)
-    view._device_id = -1
+    view._device_id = int(out[0])
     view._is_device_accessible = False
     view._exporting_obj = obj
-    view._layout_ = _StridedLayout(data["shape"], strides, dtype.itemsize)
+    view._layout_ = layout
     view._dtype = dtype
 
 
+# --------------------------------------------------------------------------
+# Buffers
+# --------------------------------------------------------------------------
 def _view_buffer(view, buffer, layout, dtype, is_readonly):
-    if not isinstance(buffer, Buffer):
-        raise TypeError(f"buffer must be a Buffer, not {type(buffer).__name__}")
+    """View ``buffer`` (a Buffer or anything with its attributes) with ``layout``."""
     if dtype is not None:
         dtype = numpy.dtype(dtype)
         if dtype.itemsize != layout.itemsize:
@@ -231,16 +302,17 @@ def _view_buffer(view, buffer, layout, dtype, is_readonly):
                 f"The dtype's itemsize ({dtype.itemsize}) does not match the layout's "
                 f"itemsize ({layout.itemsize})."
             )
-    required = layout.required_size_in_bytes()
-    if buffer.memory_resource is not None and buffer.size < required:
-        raise ValueError(
-            f"Buffer size is too small for the layout. Expected at least {required} bytes, "
-            f"got {buffer.size} bytes."
-        )
-    view._ptr = buffer.handle
+    if buffer.memory_resource is not None:
+        required = layout.required_size_in_bytes()
+        if buffer.size < required:
+            raise ValueError(
+                "Buffer size is too small for the layout. Expected at least "
+                f"{required} bytes, got {buffer.size} bytes."
+            )
+    view._ptr = int(buffer.handle)
     view._device_id = buffer.device_id
     view._is_device_accessible = buffer.is_device_accessible
-    view._readonly = is_readonly
+    view._readonly = bool(is_readonly)
     view._exporting_obj = view._buffer = buffer
     view._layout_ = layout
     view._dtype = dtype
