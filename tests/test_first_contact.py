@@ -36,7 +36,9 @@ def test_unbuilt_checkout_says_how_to_build(tmp_path):
         "    print(e)\n"
     )
     r = subprocess.run(
-        [sys.executable, "-c", code],
+        # -S: no site hooks, so an editable install's finder cannot supply
+        # the real package instead of the copy
+        [sys.executable, "-S", "-c", code],
         capture_output=True,
         text=True,
         timeout=120,
@@ -44,6 +46,7 @@ def test_unbuilt_checkout_says_how_to_build(tmp_path):
         env=dict(os.environ, PYTHONPATH=str(tmp_path)),
     )
     assert r.returncode == 0, r.stderr
+    assert r.stdout, "the copy imported: " + r.stderr
     first, message = r.stdout.split("\n", 1)
     assert first == "ModuleNotFoundError cuda_core._cuda_ffi"
     assert message.startswith("cuda_core's C extension, cuda_core._cuda_ffi, is not built")
