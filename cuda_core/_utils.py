@@ -49,7 +49,7 @@ def check_or_create_options(cls, options, desc, *, keep_none=False):
     return options
 
 
-def index_or_none(value):
+def index_or_none(value: object) -> int | None:
     """Return ``value`` as a Python int (``operator.index``), or None if it is no integer.
 
     Bools (Python's and NumPy's) are not integers here, and neither is a

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
@@ -13,6 +14,11 @@ from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._peer_access import PeerAccessibleBySetProxy, _set_peer_accessible_by
 from cuda_core._utils import check_or_create_options
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from cuda_core._device import Device
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
 
@@ -33,7 +39,7 @@ class DeviceMemoryResourceOptions:
     ipc_enabled: bool = False
     max_size: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_pool_options(self, "DeviceMemoryResourceOptions")
 
 
@@ -63,7 +69,11 @@ class DeviceMemoryResource(_MemPool):
     processes.
     """
 
-    def __init__(self, device_id, options=None):
+    def __init__(
+        self,
+        device_id: Device | int,
+        options: DeviceMemoryResourceOptions | dict[str, Any] | None = None,
+    ) -> None:
         dev_id = _slots.Device(device_id).device_id
         opts = check_or_create_options(
             DeviceMemoryResourceOptions, options, "DeviceMemoryResource options", keep_none=True
@@ -89,7 +99,9 @@ class DeviceMemoryResource(_MemPool):
             )
 
     @classmethod
-    def from_allocation_handle(cls, device_id, alloc_handle):
+    def from_allocation_handle(
+        cls, device_id: Device | int, alloc_handle: _ipc.IPCAllocationHandle | int
+    ) -> DeviceMemoryResource:
         """Map a pool exported by another process.
 
         Parameters
@@ -110,22 +122,22 @@ class DeviceMemoryResource(_MemPool):
         return _ipc.mempool_from_allocation_handle(cls, alloc_handle, dev_id)
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device ordinal."""
         return self._dev_id
 
     @property
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
         """bool: True; buffers are device memory."""
         return True
 
     @property
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
         """bool: False; buffers are not host-accessible."""
         return False
 
     @property
-    def peer_accessible_by(self):
+    def peer_accessible_by(self) -> PeerAccessibleBySetProxy:
         """PeerAccessibleBySetProxy: Devices granted read-write access to this pool.
 
         A live, set-like view; assign any iterable of :class:`~cuda_core.Device`
@@ -136,7 +148,7 @@ class DeviceMemoryResource(_MemPool):
         return PeerAccessibleBySetProxy(self)
 
     @peer_accessible_by.setter
-    def peer_accessible_by(self, devices):
+    def peer_accessible_by(self, devices: Iterable[Device | int]) -> None:
         _set_peer_accessible_by(self, devices)
 
 

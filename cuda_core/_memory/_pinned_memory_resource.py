@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, check_allowing, status_in
@@ -38,7 +39,7 @@ class PinnedMemoryResourceOptions:
     max_size: int = 0
     numa_id: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_pool_options(self, "PinnedMemoryResourceOptions")
         if self.numa_id is not None:
             if isinstance(self.numa_id, bool) or not isinstance(self.numa_id, int):
@@ -76,7 +77,7 @@ class PinnedMemoryResource(_MemPool):
     placed on a host NUMA node (``CU_MEM_LOCATION_TYPE_HOST_NUMA``).
     """
 
-    def __init__(self, options=None):
+    def __init__(self, options: PinnedMemoryResourceOptions | dict[str, Any] | None = None) -> None:
         opts = check_or_create_options(
             PinnedMemoryResourceOptions, options, "PinnedMemoryResource options", keep_none=True
         )
@@ -107,7 +108,9 @@ class PinnedMemoryResource(_MemPool):
         _grant_device_access(self)
 
     @classmethod
-    def from_allocation_handle(cls, alloc_handle):
+    def from_allocation_handle(
+        cls, alloc_handle: _ipc.IPCAllocationHandle | int
+    ) -> PinnedMemoryResource:
         """Map a pinned pool exported by another process.
 
         Parameters
@@ -133,22 +136,22 @@ class PinnedMemoryResource(_MemPool):
         return mr
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: -1; pinned memory belongs to no device."""
         return -1
 
     @property
-    def numa_id(self):
+    def numa_id(self) -> int:
         """int: The host NUMA node of the pool, or -1 for OS-managed placement."""
         return self._numa_id
 
     @property
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
         """bool: True; devices can access the buffers."""
         return True
 
     @property
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
         """bool: True; the host can access the buffers."""
         return True
 

@@ -149,11 +149,8 @@ class TextureObject:
 
     @property
     def _karg(self):
-        """The handle as a kernel argument; RuntimeError if closed or its Buffer is."""
-        h = self._handle
-        if h and (self._buffer is None or not self._buffer._closed):
-            return h
-        return _closed_argument(self)
+        """The handle as a kernel argument; RuntimeError if closed."""
+        return self._handle or _closed_argument(self)
 
     @property
     def handle(self):
