@@ -68,7 +68,8 @@ class Stream:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by ``Device.create_stream``
+        or :meth:`from_handle`.
     """
 
     # _owner (foreign object kept alive), _nonblocking and _priority are set
