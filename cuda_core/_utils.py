@@ -25,6 +25,18 @@ __all__ = [
 ]
 
 
+class Closeable:
+    """Mixin for a resource owner: ``with obj:`` calls ``obj.close()`` on the way out."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+
+
 def check_or_create_options(cls, options, desc, *, keep_none=False):
     """Coerce ``options`` into an instance of the options class ``cls``.
 

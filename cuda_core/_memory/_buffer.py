@@ -398,26 +398,19 @@ class Buffer:
         stream : Stream or GraphBuilder
             Keyword-only; the stream that orders the copy.
         options : CopyOptions, optional
-            Keyword-only transfer hints (source access order, location
-            hints, overlap mode), honoured with a CUDA 13.2 or newer driver
-            (``cuMemcpyWithAttributesAsync``).  Not accepted with
-            :data:`~cuda_core.LEGACY_DEFAULT_STREAM` (use
-            :data:`~cuda_core.PER_THREAD_DEFAULT_STREAM`) nor with a
-            capturing stream.  With an older driver the copy is a plain
-            ``cuMemcpyAsync``: ``STREAM`` and ``ANY`` hold and the hints
-            are dropped, but ``DURING_API_CALL`` raises RuntimeError.
+            Keyword-only transfer hints, with the driver requirements and
+            stream restrictions described under :meth:`copy_to`.
 
         Raises
         ------
         ValueError
             If the sizes differ.
         TypeError
-            If ``src`` is not a Buffer, ``stream`` is not a stream,
-            ``options`` is not a CopyOptions, or ``options`` comes with the
-            legacy default stream or a capturing stream.
+            If ``src`` is not a Buffer; for ``stream`` and ``options`` as
+            :meth:`copy_to`.
         RuntimeError
-            If either buffer is closed, or for ``DURING_API_CALL`` with a
-            driver older than CUDA 13.2.
+            If this buffer or ``src`` is closed, or as :meth:`copy_to` for
+            ``DURING_API_CALL``.
         """
         require_open(self, self._closed, "Buffer")
         if not isinstance(src, Buffer):

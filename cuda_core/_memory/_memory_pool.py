@@ -22,7 +22,7 @@ from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _OpenStream
-from cuda_core._utils import as_int_handle, require_open
+from cuda_core._utils import Closeable, as_int_handle, require_open
 from cuda_core._utils import as_size as _as_size
 
 __all__ = []
@@ -32,7 +32,7 @@ _new = object.__new__
 _cc_pool_alloc = lib.cc_pool_alloc
 
 
-class _MemPool(MemoryResource):
+class _MemPool(MemoryResource, Closeable):
     """Base of the memory resources backed by a ``CUmemoryPool``."""
 
     __slots__ = (
@@ -110,13 +110,6 @@ class _MemPool(MemoryResource):
     def __repr__(self):
         state = "closed" if self._closed else f"pool={self._h:#x}"
         return f"<{type(self).__name__} device_id={self._dev_id} {state}>"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        self.close()
-        return False
 
     def close(self):
         """Close this resource: no further allocations.

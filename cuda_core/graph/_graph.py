@@ -18,7 +18,7 @@ import weakref
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
 from cuda_core._stream import _as_open_stream
-from cuda_core._utils import as_int_handle
+from cuda_core._utils import Closeable, as_int_handle
 from cuda_core.graph._attachments import (
     _Attachment,
     drain,
@@ -105,7 +105,7 @@ _UPDATE_DESCRIPTIONS = {
 }
 
 
-class Graph:
+class Graph(Closeable):
     """An executable graph (``CUgraphExec``).
 
     Made by :meth:`GraphBuilder.complete
@@ -138,12 +138,6 @@ class Graph:
         self._closed = False
         self._finalizer = weakref.finalize(self, _destroy_exec, c_exec)
         return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
 
     def __repr__(self):
         if self._closed:

@@ -36,7 +36,7 @@ import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._stream import Stream
-from cuda_core._utils import index_or_none
+from cuda_core._utils import Closeable, index_or_none
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._builder_nodes import _BuilderNodes
 from cuda_core.graph._capture import (
@@ -62,7 +62,7 @@ from cuda_core.graph._graph_options import _dot_print
 __all__ = ["GraphBuilder"]
 
 
-class GraphBuilder(_BuilderNodes):
+class GraphBuilder(_BuilderNodes, Closeable):
     """A graph under construction by stream capture.
 
     A graph groups CUDA kernels and other operations with their dependencies
@@ -142,12 +142,6 @@ class GraphBuilder(_BuilderNodes):
         self._cell = _Cell(stream, owns, kind, box, state == _CAPTURING and kind != _FORKED)
         self._finalizer = weakref.finalize(self, _finalize_builder, self._cell)
         return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
 
     def __repr__(self):
         kind = ("primary", "forked", "conditional-body")[self._kind]

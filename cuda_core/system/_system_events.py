@@ -13,6 +13,7 @@ import warnings
 import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._utils import Closeable
 from cuda_core.system._device import Device
 from cuda_core.system._device_events import event_mask
 from cuda_core.system._enums import from_nvml
@@ -41,7 +42,7 @@ def register_events(events):
     return RegisteredSystemEvents(mask)
 
 
-class RegisteredSystemEvents:
+class RegisteredSystemEvents(Closeable):
     """A registered system event set; wait for events with :meth:`wait`."""
 
     def __init__(self, mask):
@@ -59,12 +60,6 @@ class RegisteredSystemEvents:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         state = "closed" if self._set is None else f"handle={self.handle:#x}"

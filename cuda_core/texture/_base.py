@@ -11,13 +11,14 @@ read).  :func:`check_array_options` validates the fields their options share.
 
 from __future__ import annotations
 
+from cuda_core._utils import Closeable
 from cuda_core.texture._formats import check_format_channels, check_shape
 from cuda_core.texture._handle import device_of
 
 __all__ = []
 
 
-class DriverObject:
+class DriverObject(Closeable):
     """A wrapper created by a :class:`~cuda_core.Device` factory.
 
     Subclasses name the factory in ``_factory`` and keep their handle in
@@ -31,12 +32,6 @@ class DriverObject:
         raise RuntimeError(
             f"{type(self).__name__} cannot be instantiated directly. Use {self._factory}()."
         )
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
 
     @property
     def handle(self):
