@@ -146,7 +146,7 @@ class _MemPool(MemoryResource, Closeable):
         Parameters
         ----------
         size : int
-            Size in bytes.
+            Bytes to take from the pool.
         stream : Stream or GraphBuilder
             Keyword-only; orders the allocation and, by default, the buffer's
             deallocation.

@@ -71,3 +71,35 @@ class MemoryResource(abc.ABC):
     def device_id(self):
         """int: The device this resource allocates on, or -1 (the default)."""
         return -1
+
+
+class _DeviceMemory:
+    """Mixin of a resource whose buffers are device memory: GPU-accessible only."""
+
+    __slots__ = ()
+
+    @property
+    def is_device_accessible(self):
+        """bool: True; buffers are device memory."""
+        return True
+
+    @property
+    def is_host_accessible(self):
+        """bool: False; buffers are not host-accessible."""
+        return False
+
+
+class _SharedMemory:
+    """Mixin of a resource whose buffers both the host and the GPU can access."""
+
+    __slots__ = ()
+
+    @property
+    def is_device_accessible(self):
+        """bool: True; devices can access the buffers."""
+        return True
+
+    @property
+    def is_host_accessible(self):
+        """bool: True; the host can access the buffers."""
+        return True

@@ -10,6 +10,7 @@ from cuda_core._errors import CUDAError, check, check_allowing, status_in
 from cuda_core._memory import _ipc
 from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
+from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._peer_access import _device_count, _set_peer_access
 from cuda_core._utils import check_or_create_options
 
@@ -52,7 +53,7 @@ class PinnedMemoryResourceOptions:
                 )
 
 
-class PinnedMemoryResource(_MemPool):
+class PinnedMemoryResource(_SharedMemory, _MemPool):
     """Page-locked host memory from a stream-ordered memory pool.
 
     The memory is accessible from the host and from every device.
@@ -141,16 +142,6 @@ class PinnedMemoryResource(_MemPool):
     def numa_id(self):
         """int: The host NUMA node of the pool, or -1 for OS-managed placement."""
         return self._numa_id
-
-    @property
-    def is_device_accessible(self):
-        """bool: True; devices can access the buffers."""
-        return True
-
-    @property
-    def is_host_accessible(self):
-        """bool: True; the host can access the buffers."""
-        return True
 
 
 def _ensure_initialized():
