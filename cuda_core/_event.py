@@ -525,24 +525,15 @@ def _shared_event_close(self):
     self._share.drop(raise_errors=True)
 
 
-def _shared_event_finalizer(self):
-    """``__del__`` of shared events: drop the Event's claim if it was never closed."""
-    try:
-        closed = self._closed
-    except AttributeError:  # never filled in
-        return
-    if not closed:
-        self._closed = True
-        self._share.drop(raise_errors=False)
-
-
 def _event_from_ipc(descriptor):
     """Unpickle an IPC event (the receiving process opens the handle)."""
     return Event.from_ipc_descriptor(descriptor)
 
 
 #: ``__del__`` of open events: _destroy_event is looked up at call time.
-_event_finalizer = handle_finalizer(lambda c_event: _destroy_event(c_event))
+_event_finalizer = handle_finalizer(lambda event: _destroy_event(event._handle))
+# ``__del__`` of shared events: drop the Event's claim if it was never closed.
+_shared_event_finalizer = handle_finalizer(lambda event: event._share.drop(raise_errors=False))
 
 
 #: close() and sync() of the open twins: no closed check (see open_class).

@@ -150,9 +150,10 @@ class GraphicsResource:
         Raises
         ------
         ValueError
-            For an unknown flag.
+            For an unknown flag (as :meth:`from_gl_buffer`).
         CUDAError
-            If registration fails.
+            If registration fails (e.g. ``target`` does not match the GL
+            object, or no GL context is current).
         """
         c_image = _as_gl_name(image, "image")
         c_target = _as_gl_name(target, "target")

@@ -24,7 +24,12 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn
 from cuda_core._event import Event, _new_event, _OpenEvent
-from cuda_core._stream_options import _LEAST_PRIORITY, StreamOptions, _priority_range
+from cuda_core._stream_options import (
+    _LEAST_PRIORITY,
+    StreamOptions,
+    _checked_priority,
+    _priority_range,
+)
 from cuda_core._stream_protocol import _stream_address
 from cuda_core._utils import (
     as_int_handle,
@@ -488,15 +493,7 @@ def _create_stream(cls, options, ctx):
         opts = check_or_create_options(StreamOptions, options, "Stream options")
         nonblocking = opts.nonblocking
         flags = _NON_BLOCKING if nonblocking else 0
-        least, greatest = _priority_range(ctx)
-        priority = opts.priority
-        if priority is None:
-            priority = least
-        elif not greatest <= priority <= least:
-            raise ValueError(
-                f"priority={priority} is out of range [{greatest}, {least}] for device "
-                f"{ctx._device_id} (a lower number is a higher priority)"
-            )
+        priority = _checked_priority(ctx, opts.priority)
     try:
         b = _tls.b
     except AttributeError:
@@ -532,7 +529,7 @@ def _new_default_stream(ctx):
 
 #: ``__del__`` of open owned streams (borrowed and built-in streams own
 #: nothing and are plain Streams): _destroy_stream is looked up at call time.
-_stream_finalizer = handle_finalizer(lambda c_stream: _destroy_stream(c_stream))
+_stream_finalizer = handle_finalizer(lambda stream: _destroy_stream(stream._handle))
 
 
 #: The class of open owned streams (Stream and its open twin share one

@@ -232,11 +232,13 @@ def open_handle_methods(plain, destroy, wait):
 
 
 def handle_finalizer(destroy):
-    """Return a ``__del__`` for :func:`open_class` that destroys an unclosed handle.
+    """Return a ``__del__`` for :func:`open_class` that releases an unclosed object.
 
-    The finalizer marks the object closed and calls ``destroy(obj._handle)``
-    once, only if the object is still open (``close()`` ran otherwise).  It is
-    the safety net; ``close()`` (or ``with``) is the lifetime tool.
+    The finalizer marks the object closed and calls ``destroy(obj)`` once,
+    only if the object is still open (``close()`` ran otherwise); ``destroy``
+    reads what it releases from the object (``obj._handle``, a shared
+    claim).  It is the safety net; ``close()`` (or ``with``) is the lifetime
+    tool.
     """
 
     def finalizer(self):
@@ -246,6 +248,6 @@ def handle_finalizer(destroy):
             return
         if not closed:
             self._closed = True
-            destroy(self._handle)
+            destroy(self)
 
     return finalizer
