@@ -207,7 +207,7 @@ class GraphMemoryResource(_DeviceMemory, MemoryResource):
         Parameters
         ----------
         ptr : int
-            The address.
+            The address of a graph allocation from :meth:`allocate`.
         size : int
             The size in bytes (unused).
         stream : GraphBuilder or Stream

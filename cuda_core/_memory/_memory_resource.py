@@ -80,7 +80,7 @@ class _DeviceMemory:
 
     @property
     def is_device_accessible(self):
-        """bool: True; buffers are device memory."""
+        """bool: True; devices can access the buffers."""
         return True
 
     @property
@@ -89,15 +89,10 @@ class _DeviceMemory:
         return False
 
 
-class _SharedMemory:
+class _SharedMemory(_DeviceMemory):
     """Mixin of a resource whose buffers both the host and the GPU can access."""
 
     __slots__ = ()
-
-    @property
-    def is_device_accessible(self):
-        """bool: True; devices can access the buffers."""
-        return True
 
     @property
     def is_host_accessible(self):

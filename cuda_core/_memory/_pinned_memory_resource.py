@@ -24,8 +24,9 @@ class PinnedMemoryResourceOptions:
     Attributes
     ----------
     ipc_enabled : bool
-        Create a pool whose allocations can be shared with other processes
-        (Linux).  Default False.
+        Create a pool whose pinned host allocations other processes can map
+        (Linux; the pool then sits on one NUMA node, see ``numa_id``).
+        Default False.
     max_size : int
         Maximum pool size in bytes; 0 (the default) lets the driver choose.
     numa_id : int or None
