@@ -146,6 +146,7 @@ class GraphicsResource:
         Returns
         -------
         GraphicsResource
+            The registration; :meth:`map` it to reach the image's storage.
 
         Raises
         ------

@@ -255,7 +255,8 @@ class GraphBuilder(_BuilderNodes, Closeable):
         Returns
         -------
         GraphBuilder
-            ``self``.
+            ``self``, ready for :meth:`complete` (or, for a conditional
+            body, done: its graph belongs to the conditional node).
 
         Raises
         ------

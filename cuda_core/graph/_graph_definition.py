@@ -288,6 +288,7 @@ class GraphDefinition(Closeable):
         Returns
         -------
         GraphCondition
+            Owned by this graph; pass it to its conditional nodes.
 
         Raises
         ------
