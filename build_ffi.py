@@ -33,7 +33,8 @@ C sources (``cffi_src/csrc/*.c``) are concatenated after the type
 declarations: :data:`SOURCES_BEFORE`, the generated wrappers, then
 :data:`SOURCES_AFTER`.  ``bench.c`` (the ``cc_bench_*`` C loops that the
 benchmarks use as a floor) is compiled only when the environment variable
-``CUDA_CORE_BUILD_BENCH`` is set to a value other than ``0``.
+``CUDA_CORE_BUILD_BENCH`` is set to a value other than ``0``.  The extension
+is linked stripped (``-s``) unless ``CUDA_CORE_BUILD_DEBUG`` is set likewise.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ SOURCES_AFTER = ("launch.c", "streams.c", "memory.c", "dlpack_exchange.c", "nvml
 BENCH_SOURCE = "bench.c"
 LAST_SOURCE = "no_errno.c"
 BENCH_ENV = "CUDA_CORE_BUILD_BENCH"
+DEBUG_ENV = "CUDA_CORE_BUILD_DEBUG"
 
 Prototype = namedtuple("Prototype", "restype name params argnames version python")
 Declarations = namedtuple("Declarations", "types prototypes")
@@ -242,6 +244,8 @@ def _build(bench=None):
         libraries=["dl", "pthread"],
         define_macros=[("_GNU_SOURCE", "1")],
         extra_compile_args=["-O2", "-Wno-unused-function"],
+        # Stripped (no debug information) unless CUDA_CORE_BUILD_DEBUG is set.
+        extra_link_args=[] if os.environ.get(DEBUG_ENV, "") not in ("", "0") else ["-s"],
     )
     return ffi
 

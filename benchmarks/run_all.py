@@ -4,14 +4,18 @@
 Usage::
 
     python benchmarks/run_all.py [--interp LABEL=PYTHON[:PYTHONPATH]]... [--out FILE]
+                                 [--overwrite]
 
 Each ``benchmarks/bench_*.py`` runs in its own process per interpreter (the
 default is only the running one) with ``BENCH_JSON`` pointing at a results
 file.  NVIDIA's ``cuda.core`` and CuPy exist only for CPython, so the report
 puts each interpreter's cuda_core time beside the peers' times measured in
 the same session and prints the ratios.  A markdown table goes to ``--out``
-(default ``benchmarks/RESULTS.md``) and, when matplotlib is installed, a bar
-chart of the ratios next to it (``.png``).
+(default: a new ``benchmarks/results-<date>-<time>.md``) and, when
+matplotlib is installed, a bar chart of the ratios next to it (``.png``).
+The published ``benchmarks/RESULTS.md`` (with ``RESULTS.png`` and the raw
+``results.jsonl``) is rewritten only with ``--overwrite``, or when ``--out``
+/ ``--save-json`` names it.
 """
 
 from __future__ import annotations
@@ -23,8 +27,30 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PUBLISHED = os.path.join(HERE, "RESULTS.md")
+PUBLISHED_JSON = os.path.join(HERE, "results.jsonl")
+
+
+def output_paths(out=None, save_json=None, overwrite=False, stamp=None):
+    """Return ``(report, raw_json_or_None)``: where this run writes.
+
+    Without ``out`` a new ``results-<stamp>.md`` next to the published report
+    (never an existing file); ``overwrite`` makes the published files the
+    default instead.
+    """
+    if overwrite:
+        return out or PUBLISHED, save_json or PUBLISHED_JSON
+    if out is None:
+        stamp = stamp or time.strftime("%Y%m%d-%H%M%S")
+        out = os.path.join(HERE, f"results-{stamp}.md")
+        n = 1
+        while os.path.exists(out):
+            n += 1
+            out = os.path.join(HERE, f"results-{stamp}-{n}.md")
+    return out, save_json
 
 
 def _parse_interp(text):
@@ -159,13 +185,19 @@ def plot(table, interps, path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--interp", action="append", type=_parse_interp, default=[])
-    ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--out", help="the report (default: a new benchmarks/results-<date>-<time>.md)")
+    ap.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="update the published benchmarks/RESULTS.md and results.jsonl",
+    )
     ap.add_argument("--only", action="append", help="run only scripts whose name contains this")
     ap.add_argument("--save-json", help="also write the raw results (JSON lines) here")
     ap.add_argument(
         "--from-json", help="do not run anything: rebuild the report from a --save-json file"
     )
     args = ap.parse_args(argv)
+    args.out, args.save_json = output_paths(args.out, args.save_json, args.overwrite)
     interps = args.interp or [("this interpreter", sys.executable, "")]
     if args.from_json:
         with open(args.from_json) as f:

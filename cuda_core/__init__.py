@@ -10,8 +10,36 @@ from __future__ import annotations
 
 import sys as _sys
 
-import cuda_core._slots as _slots
-from cuda_core import typing
+
+def _extension_missing() -> ModuleNotFoundError:
+    """The error for a checkout whose C extension is not built for this interpreter."""
+    import glob
+    import os
+    import platform
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    others = sorted(os.path.basename(p) for p in glob.glob(os.path.join(here, "_cuda_ffi*.so")))
+    built = f" (only builds for other interpreters: {', '.join(others)})" if others else ""
+    return ModuleNotFoundError(
+        "cuda_core's C extension, cuda_core._cuda_ffi, is not built for this interpreter "
+        f"({platform.python_implementation()} {platform.python_version()}) in {here}{built}. "
+        'Build it from the checkout with `pip install -e .` (or `pip install -e ".[cu13]"`) '
+        "or `python setup.py build_ext --inplace`, which need a C compiler, the Python "
+        "headers, cffi and setuptools; or install a built wheel.",
+        name="cuda_core._cuda_ffi",
+    )
+
+
+try:
+    __import__("cuda_core._cuda_ffi")
+except ModuleNotFoundError as exc:
+    if exc.name != "cuda_core._cuda_ffi":
+        raise
+    raise _extension_missing() from None
+del _extension_missing
+
+import cuda_core._slots as _slots  # noqa: E402
+from cuda_core import typing  # noqa: E402
 
 # --- public classes (one import line per module; keep sorted) ---
 from cuda_core._context import Context
@@ -70,9 +98,61 @@ from cuda_core._version import __version__
 # package.  ``import cuda_core.system`` works as for any package.
 _LAZY_SUBPACKAGES = ("checkpoint", "graph", "system", "texture", "utils")
 
-# ``from cuda_core import *`` names what it named when every subpackage was
-# imported with the package.
-__all__ = sorted({name for name in globals() if not name.startswith("_")}.union(_LAZY_SUBPACKAGES))
+# The public names (what `from cuda_core import *` and type checkers export):
+# every public name imported above, and only those (tests/test_typing.py).
+__all__ = [
+    "Buffer",
+    "checkpoint",
+    "Context",
+    "ContextOptions",
+    "CUDAError",
+    "CUDAWarning",
+    "Device",
+    "DeviceMemoryResource",
+    "DeviceMemoryResourceOptions",
+    "DeviceResources",
+    "Event",
+    "EventOptions",
+    "graph",
+    "GraphicsResource",
+    "GraphMemoryResource",
+    "Host",
+    "Kernel",
+    "launch",
+    "LaunchConfig",
+    "LEGACY_DEFAULT_STREAM",
+    "LegacyPinnedMemoryResource",
+    "LibraryNotFoundError",
+    "Linker",
+    "LinkerOptions",
+    "ManagedBuffer",
+    "ManagedMemoryResource",
+    "ManagedMemoryResourceOptions",
+    "MemoryResource",
+    "NVJitLinkError",
+    "NVRTCError",
+    "NVVMError",
+    "ObjectCode",
+    "PER_THREAD_DEFAULT_STREAM",
+    "PinnedMemoryResource",
+    "PinnedMemoryResourceOptions",
+    "Program",
+    "ProgramOptions",
+    "SMResource",
+    "SMResourceOptions",
+    "Stream",
+    "StreamOptions",
+    "system",
+    "TensorMapDescriptor",
+    "TensorMapDescriptorOptions",
+    "texture",
+    "typing",
+    "utils",
+    "VirtualMemoryResource",
+    "VirtualMemoryResourceOptions",
+    "WorkqueueResource",
+    "WorkqueueResourceOptions",
+]
 
 
 def _import_subpackage(name):

@@ -43,8 +43,10 @@ def _library_lines():
             ensure_loaded(name)
             lines.append(f"  {label:<10} {_fmt_version(version())}  {library_path(name)}")
         except CUDAError as exc:
-            first = str(exc).splitlines()[0]
+            # All of it: the later lines say what was searched and how to fix it.
+            first, *rest = str(exc).splitlines() or [""]
             lines.append(f"  {label:<10} not found: {first}")
+            lines.extend(f"  {'':<10} {line}" for line in rest)
     return lines
 
 

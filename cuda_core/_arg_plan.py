@@ -41,6 +41,7 @@ from cuda_core._arg_types import (
     _type_tables,
 )
 from cuda_core._cuda_ffi import ffi
+from cuda_core._errors import shown_as
 from cuda_core._utils import as_int_handle
 
 __all__ = []
@@ -109,6 +110,7 @@ class _Mismatch(Exception):
     """The cached plan does not fit these arguments (internal control flow)."""
 
 
+@shown_as(ValueError)
 class _ArgOverflow(ValueError, OverflowError):
     """A Python int argument that does not fit in ``intptr_t``.
 

@@ -11,7 +11,7 @@ on the calling thread; the factories (:meth:`~Device.create_stream`,
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import cuda_core._slots as _slots
 from cuda_core._context import (
@@ -35,6 +35,15 @@ from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
 from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import index_or_none, require_open
+
+if TYPE_CHECKING:
+    from cuda_core._event import EventOptions
+    from cuda_core._green_context import ContextOptions
+    from cuda_core._memory import Buffer
+    from cuda_core._stream_options import StreamOptions
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.system._device import Device as _SystemDevice
+    from cuda_core.typing import IsStreamType
 
 __all__ = ["ComputeCapability", "Device"]
 
@@ -95,7 +104,7 @@ class Device(TextureFactories):
         "__weakref__",
     )
 
-    def __new__(cls, device_id=None):
+    def __new__(cls, device_id: int | None = None) -> Device:
         # Fast paths: this thread's table exists and the answer is in it.  Any
         # miss or failure (no table, bad ordinal, no current context: -1) goes
         # to the checked slow path, which decides and raises.
@@ -108,21 +117,21 @@ class Device(TextureFactories):
             pass
         return _lookup_device(cls, device_id)
 
-    def __int__(self):
+    def __int__(self) -> int:
         return self._device_id
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Device):
             return NotImplemented
         return self._device_id == other._device_id
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.uuid)
 
     def __reduce__(self):
         return Device, (self._device_id,)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Device {self._device_id} ({self.name})>"
 
     def _check_initialized(self):
@@ -136,7 +145,7 @@ class Device(TextureFactories):
     _check_context_initialized = _check_initialized
 
     @classmethod
-    def get_all_devices(cls):
+    def get_all_devices(cls) -> tuple[Device, ...]:
         """Return every device of the system.
 
         Returns
@@ -145,7 +154,7 @@ class Device(TextureFactories):
         """
         return tuple(cls(i) for i in range(_count_devices()))
 
-    def set_current(self, ctx=None):
+    def set_current(self, ctx: Context | None = None) -> Context | None:
         """Make this device's context current on the calling thread.
 
         Without ``ctx``, the device's primary context is retained (once per
@@ -206,7 +215,7 @@ class Device(TextureFactories):
         self._has_inited = True
         return previous
 
-    def create_context(self, options=None):
+    def create_context(self, options: ContextOptions | None = None) -> Context:
         """Create a green context from device resources; it is not made current.
 
         Parameters
@@ -239,7 +248,9 @@ class Device(TextureFactories):
         """
         return create_green_context(self._device_id, options)
 
-    def create_stream(self, obj=None, options=None):
+    def create_stream(
+        self, obj: IsStreamType | None = None, options: StreamOptions | dict[str, Any] | None = None
+    ) -> Stream:
         """Create a new stream, or wrap a foreign one.
 
         Parameters
@@ -274,7 +285,7 @@ class Device(TextureFactories):
             return _new_default_stream(self._context)
         return _create_stream(Stream, options, self._context)
 
-    def create_event(self, options=None):
+    def create_event(self, options: EventOptions | dict[str, Any] | None = None) -> Event:
         """Create an event (not recorded on any stream yet).
 
         Parameters
@@ -306,7 +317,7 @@ class Device(TextureFactories):
                 return event
         return _new_event(Event, options, self._context, False)
 
-    def allocate(self, size, *, stream):
+    def allocate(self, size: int, *, stream: Stream | GraphBuilder) -> Buffer:
         """Allocate ``size`` bytes from :attr:`memory_resource`, ordered on ``stream``.
 
         Parameters
@@ -324,7 +335,7 @@ class Device(TextureFactories):
         self._check_initialized()
         return self.memory_resource.allocate(size, stream=stream)
 
-    def sync(self):
+    def sync(self) -> None:
         """Block until all work on this device's context has completed.
 
         The GIL is released while waiting.
@@ -337,7 +348,7 @@ class Device(TextureFactories):
             if pushed:
                 _pop()
 
-    def create_graph_builder(self):
+    def create_graph_builder(self) -> GraphBuilder:
         """Create a :class:`~cuda_core.graph.GraphBuilder` on a new stream it owns.
 
         Returns
@@ -352,7 +363,7 @@ class Device(TextureFactories):
             )
         return builder._init(stream=self.create_stream(), is_stream_owner=True)
 
-    def can_access_peer(self, peer):
+    def can_access_peer(self, peer: Device | int) -> bool:
         """Return whether this device can access memory on ``peer``.
 
         Parameters
@@ -370,19 +381,19 @@ class Device(TextureFactories):
         check(lib.cuDeviceCanAccessPeer(out, self._device_id, peer._device_id))
         return bool(out[0])
 
-    def to_system_device(self):
+    def to_system_device(self) -> _SystemDevice:
         """Return the :class:`cuda_core.system.Device` (NVML) of this GPU, matched by UUID."""
         from cuda_core.system._device import Device as SystemDevice
 
         return SystemDevice._from_cuda_uuid(self.uuid)
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device ordinal."""
         return self._device_id
 
     @property
-    def name(self):
+    def name(self) -> str:
         """str: The device name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
         key = (self._device_id, "name")
         value = _facts.get(key)
@@ -393,7 +404,7 @@ class Device(TextureFactories):
         return value
 
     @property
-    def uuid(self):
+    def uuid(self) -> str:
         """str: The device UUID as 8-4-4-4-12 hex digits (cached)."""
         key = (self._device_id, "uuid")
         value = _facts.get(key)
@@ -405,19 +416,19 @@ class Device(TextureFactories):
         return value
 
     @property
-    def pci_bus_id(self):
+    def pci_bus_id(self) -> str:
         """str: The PCI bus id, ``"domain:bus:device.function"`` (e.g. ``"0000:1B:00.0"``)."""
         buf = ffi.new("char[]", 64)
         check(lib.cuDeviceGetPCIBusId(buf, 64, self._device_id))
         return ffi.string(buf).decode()
 
     @property
-    def resources(self):
+    def resources(self) -> DeviceResources:
         """DeviceResources: The device's resources (SMs, workqueues) for green contexts."""
         return DeviceResources._for_device(self._device_id)
 
     @property
-    def properties(self):
+    def properties(self) -> DeviceProperties:
         """DeviceProperties: The device attributes (created once, values cached)."""
         props = _properties.get(self._device_id)
         if props is None:
@@ -425,7 +436,7 @@ class Device(TextureFactories):
         return props
 
     @property
-    def compute_capability(self):
+    def compute_capability(self) -> ComputeCapability:
         """ComputeCapability: ``(major, minor)`` as a named tuple."""
         key = (self._device_id, "cc")
         value = _facts.get(key)
@@ -437,13 +448,13 @@ class Device(TextureFactories):
         return value
 
     @property
-    def arch(self):
+    def arch(self) -> str:
         """str: The compute capability as digits, e.g. ``"90"`` for 9.0."""
         major, minor = self.compute_capability
         return f"{major}{minor}"
 
     @property
-    def context(self):
+    def context(self) -> Context:
         """Context: The context :meth:`set_current` made current on this thread.
 
         Raises
@@ -455,7 +466,7 @@ class Device(TextureFactories):
         return self._context
 
     @property
-    def memory_resource(self):
+    def memory_resource(self) -> MemoryResource:
         """MemoryResource: Where :meth:`allocate` gets memory (settable).
 
         Defaults to the device's memory-pool resource, or a synchronous one on
@@ -467,13 +478,13 @@ class Device(TextureFactories):
         return mr
 
     @memory_resource.setter
-    def memory_resource(self, mr):
+    def memory_resource(self, mr: MemoryResource) -> None:
         if not isinstance(mr, MemoryResource):
             raise TypeError(f"memory_resource must be a MemoryResource, not {type(mr).__name__}")
         self._memory_resource = mr
 
     @property
-    def default_stream(self):
+    def default_stream(self) -> Stream:
         """Stream: The default stream (see :func:`cuda_core._default_stream.default_stream`).
 
         :data:`~cuda_core.PER_THREAD_DEFAULT_STREAM` when the environment

@@ -31,6 +31,7 @@ __all__ = [
     "driver_not_found_error",
     "in_forked_child",
     "read_log",
+    "shown_as",
     "status_in",
     "warn_cuda",
 ]
@@ -79,6 +80,48 @@ class CUDAWarning(RuntimeWarning):
     """A CUDA failure that cannot be raised (finalizers, callbacks, cleanup)."""
 
 
+def shown_as(base):
+    """Class decorator: name and print an exception class as ``base``.
+
+    For the package's private exception classes that reach the user, most of
+    them two types at once (``class _X(TypeError, ValueError)``: the type
+    ``cuda.core`` raises and the one the package's conventions ask for, so
+    that code written for either catches it).  A traceback then shows
+    ``TypeError: ...`` instead of a private class name.  Pickling keeps the
+    real class (see :func:`_rebuild_shown`).
+    """
+
+    def decorate(cls):
+        if not issubclass(cls, base):
+            raise TypeError(f"{cls.__qualname__} is not a subclass of {base.__qualname__}")
+        where = (cls.__module__, cls.__qualname__)
+        cls.__name__ = base.__name__
+        cls.__qualname__ = base.__qualname__
+        cls.__module__ = base.__module__
+
+        def __reduce__(self):
+            return (_rebuild_shown, (*where, self.args, self.__dict__ or None))
+
+        cls.__reduce__ = __reduce__
+        return cls
+
+    return decorate
+
+
+def _rebuild_shown(module, qualname, args, state):
+    """Unpickle an instance of a :func:`shown_as` class (found by its real place)."""
+    import importlib
+
+    cls = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    if state:
+        exc.__dict__.update(state)
+    return exc
+
+
 # Short descriptions used when the driver itself cannot describe a status
 # (it is not loaded, or it does not know the code).
 _DRIVER_DESCRIPTIONS = {
@@ -122,6 +165,28 @@ _DRIVER_DESCRIPTIONS = {
     "violated constraints specific to instantiated graph update",
     912: "invalid cluster size",
     999: "unknown error",
+}
+
+# NVRTC's own description of a status is its name; these say what it means.
+_NVRTC_DESCRIPTIONS = {
+    1: "out of memory",
+    2: "the program could not be created",
+    3: "invalid input",
+    4: "invalid program",
+    5: "invalid option",
+    6: "compilation failed",
+    7: "a builtin operation failed",
+    8: "name expressions cannot be added after compilation",
+    9: "lowered names are not available before compilation",
+    10: "invalid name expression",
+    11: "internal error",
+    12: "the timing file could not be written",
+    13: "no precompiled header creation was attempted",
+    14: "the precompiled header heap is exhausted",
+    15: "the precompiled header could not be created",
+    16: "the compilation was cancelled",
+    17: "the time trace file could not be written",
+    18: "NVRTC is busy",
 }
 
 _NVJITLINK_DESCRIPTIONS = {
@@ -241,7 +306,7 @@ def driver_error(status, context=None):
     return CUDAError(message, code=int(status), name=name)
 
 
-def check(status, context=None):
+def check(status: int, context: str | None = None) -> None:
     """Raise :class:`CUDAError` unless the driver ``status`` is success."""
     if status:
         raise driver_error(status, context)
@@ -311,7 +376,9 @@ def check_nvrtc(status, prog=None):
         raise NVRTCError(_missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL")
     name = _enum_name("nvrtcResult", status, "NVRTC_ERROR_UNKNOWN_CODE")
     c_text = lib.nvrtcGetErrorString(status)
-    text = ffi.string(c_text).decode() if c_text != ffi.NULL else "unknown NVRTC error"
+    text = ffi.string(c_text).decode() if c_text != ffi.NULL else ""
+    if not text or text == name or text.startswith("NVRTC_"):  # the name, not a description
+        text = _NVRTC_DESCRIPTIONS.get(status, "unrecognized status code")
     log = None
     message = f"{name}: {text}"
     if prog is not None:

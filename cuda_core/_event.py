@@ -12,6 +12,7 @@ An event that graph nodes use is shared instead (see ``_event_share``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
 from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
@@ -22,6 +23,7 @@ from cuda_core._errors import (
     check_allowing,
     destroy_or_warn,
     driver_error,
+    shown_as,
     status_in,
 )
 from cuda_core._utils import (
@@ -32,6 +34,12 @@ from cuda_core._utils import (
     open_handle_methods,
     require_open,
 )
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from cuda_core._context import Context
+    from cuda_core._device import Device
 
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 
@@ -103,7 +111,7 @@ class EventOptions:
     blocking_sync: bool | None = False
     ipc_enabled: bool | None = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.timing_enabled = _check_flag(self.timing_enabled, "timing_enabled", "EventOptions")
         self.blocking_sync = _check_flag(self.blocking_sync, "blocking_sync", "EventOptions")
         self.ipc_enabled = _check_flag(self.ipc_enabled, "ipc_enabled", "EventOptions")
@@ -111,6 +119,7 @@ class EventOptions:
             raise TypeError("IPC-enabled events cannot use timing.")
 
 
+@shown_as(CUDAError)
 class _ElapsedTimeError(CUDAError, RuntimeError):
     """``Event - Event`` failed; also a RuntimeError, as upstream raises."""
 
@@ -147,7 +156,7 @@ class Event:
     # _share (an _EventShare) is set only once a graph node uses the event.
     __slots__ = ("_handle", "_ctx", "_flags", "_ipc_desc", "_closed", "_share", "__weakref__")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "Event objects cannot be instantiated directly. Please use Stream APIs (record) "
             "or Device APIs (create_event)."
@@ -158,13 +167,18 @@ class Event:
         """The ``CUevent`` as an int (equality, hashing, :attr:`handle`)."""
         return as_int_handle(self._handle)
 
-    def __enter__(self):
+    def __enter__(self) -> Event:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
-    def __sub__(self, other):
+    def __sub__(self, other: Event) -> float:
         """Return the GPU time in milliseconds from ``other`` to ``self``.
 
         Raises
@@ -200,21 +214,21 @@ class Event:
         err = driver_error(status)
         raise _ElapsedTimeError(message, code=err.code, name=err.name)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: object) -> Any:
         return NotImplemented
 
-    def __isub__(self, other):
+    def __isub__(self, other: object) -> Any:
         return NotImplemented
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Event):
             return NotImplemented
         return self._h == other._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((Event, self._h))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._closed:
             return "<Event (closed)>"
         flags = [
@@ -237,7 +251,7 @@ class Event:
             )
         return _event_from_ipc, (self.ipc_descriptor,)
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the event.  Closing twice is a no-op.
 
         Raises
@@ -257,7 +271,7 @@ class Event:
         if status:  # hot path: check() only on failure
             check(status)
 
-    def sync(self):
+    def sync(self) -> None:
         """Block until the work recorded before this event has completed.
 
         With ``blocking_sync`` the calling thread sleeps; otherwise it spins.
@@ -270,7 +284,7 @@ class Event:
             check(status)
 
     @classmethod
-    def from_ipc_descriptor(cls, ipc_descriptor):
+    def from_ipc_descriptor(cls, ipc_descriptor: IPCEventDescriptor) -> Event:
         """Open an event exported by another process.
 
         The imported event lives in the calling thread's current context (make
@@ -305,7 +319,7 @@ class Event:
         return self
 
     @property
-    def is_done(self):
+    def is_done(self) -> bool:
         """bool: Whether all work recorded before this event has completed.
 
         Raises
@@ -318,48 +332,48 @@ class Event:
         return check_allowing(lib.cuEventQuery(self._handle), _NOT_READY)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the underlying ``CUevent``."""
         if self._closed:
             require_open(self, True, "Event")
         return self._h
 
     @property
-    def device(self):
+    def device(self) -> Device:
         """Device: The device this event was created on (None if unknown)."""
         if self._ctx is None:
             return None
         return _slots.Device(self._ctx._device_id)
 
     @property
-    def context(self):
+    def context(self) -> Context:
         """Context: The context this event was created in."""
         return self._ctx
 
     @property
-    def is_timing_enabled(self):
+    def is_timing_enabled(self) -> bool:
         """bool: Whether the event records timing data."""
         return not self._flags & _DISABLE_TIMING
 
     @property
-    def is_blocking_sync(self):
+    def is_blocking_sync(self) -> bool:
         """bool: Whether :meth:`sync` blocks (yields the CPU) instead of spinning."""
         return bool(self._flags & _BLOCKING_SYNC)
 
     uses_blocking_sync = is_blocking_sync
 
     @property
-    def is_ipc_enabled(self):
+    def is_ipc_enabled(self) -> bool:
         """bool: Whether the event can be shared with other processes."""
         return bool(self._flags & _INTERPROCESS)
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return self._closed
 
     @property
-    def ipc_descriptor(self):
+    def ipc_descriptor(self) -> IPCEventDescriptor:
         """IPCEventDescriptor: A picklable description for :meth:`from_ipc_descriptor`.
 
         Raises
@@ -398,7 +412,7 @@ class IPCEventDescriptor:
 
     __slots__ = ("_reserved", "_blocking")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "IPCEventDescriptor objects cannot be instantiated directly. Please use Event "
             "APIs (Event.ipc_descriptor)."
@@ -415,18 +429,18 @@ class IPCEventDescriptor:
         self._blocking = bool(blocking_sync)
         return self
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, IPCEventDescriptor):
             return NotImplemented
         return self._reserved == other._reserved
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._reserved)
 
     def __reduce__(self):
         return IPCEventDescriptor._init, (self._reserved, self._blocking)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<IPCEventDescriptor {self._reserved[:8].hex()}... blocking_sync={self._blocking}>"
 
 

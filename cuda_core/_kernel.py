@@ -20,6 +20,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections import namedtuple
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._arg_plan import _NO_PLAN
 from cuda_core._cuda_ffi import ffi, lib
@@ -28,6 +29,9 @@ from cuda_core._kernel_attributes import KernelAttributes
 from cuda_core._kernel_occupancy import KernelOccupancy
 from cuda_core._loader import driver_at_least, driver_version, format_cuda_version
 from cuda_core._utils import as_int_handle
+
+if TYPE_CHECKING:
+    from cuda_core._module import ObjectCode
 
 __all__ = ["Kernel", "ParamInfo"]
 
@@ -74,7 +78,7 @@ class Kernel:
         "__weakref__",
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "Kernel objects cannot be instantiated directly. Please use ObjectCode APIs "
             "(ObjectCode.get_kernel) or Kernel.from_handle."
@@ -103,20 +107,20 @@ class Kernel:
         _KERNEL_LIBRARIES[self._h] = mod
         return self
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Kernel):
             return NotImplemented
         return self._h == other._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._h)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = " (closed)" if self._is_closed() else ""
         return f"<Kernel handle={self._h:#x}{state}>"
 
     @staticmethod
-    def from_handle(handle, mod=None):
+    def from_handle(handle: int, mod: ObjectCode | None = None) -> Kernel:
         """Wrap an existing ``CUkernel`` address.
 
         Parameters
@@ -259,7 +263,7 @@ class Kernel:
             return None
 
     @property
-    def attributes(self):
+    def attributes(self) -> KernelAttributes:
         """KernelAttributes: The kernel's per-device attributes (read-only).
 
         The default view refers to the current device, resolved each time an
@@ -275,17 +279,17 @@ class Kernel:
         return attrs
 
     @property
-    def num_arguments(self):
+    def num_arguments(self) -> int:
         """int: The number of parameters of the kernel (driver 12.4 or newer)."""
         return len(self._get_param_info())
 
     @property
-    def arguments_info(self):
+    def arguments_info(self) -> list[ParamInfo]:
         """list of ParamInfo: ``(offset, size)`` of each kernel parameter (driver 12.4+)."""
         return list(self._get_param_info())
 
     @property
-    def occupancy(self):
+    def occupancy(self) -> KernelOccupancy:
         """KernelOccupancy: Occupancy queries for launching this kernel."""
         occ = self._occupancy
         if occ is None:
@@ -293,7 +297,7 @@ class Kernel:
         return occ
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the underlying ``CUkernel``."""
         return self._h
 

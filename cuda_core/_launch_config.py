@@ -14,7 +14,7 @@ from __future__ import annotations
 import cuda_core._slots as _slots
 from cuda_core._context import _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError
+from cuda_core._errors import CUDAError, shown_as
 from cuda_core._utils import as_int_handle, index_or_none
 
 __all__ = ["LaunchConfig"]
@@ -30,6 +30,7 @@ _ATTRS = (
 _UINT_MAX = 0xFFFFFFFF
 
 
+@shown_as(TypeError)
 class _LaunchConfigTypeError(TypeError, ValueError):
     """A launch configuration field of the wrong type.
 
@@ -114,13 +115,13 @@ class LaunchConfig:
 
     def __init__(
         self,
-        grid=None,
-        cluster=None,
-        block=None,
-        shmem_size=None,
-        is_cooperative=False,
-        programmatic_stream_serialization=False,
-    ):
+        grid: int | tuple[int, ...] | None = None,
+        cluster: int | tuple[int, ...] | None = None,
+        block: int | tuple[int, ...] | None = None,
+        shmem_size: int | None = None,
+        is_cooperative: bool = False,
+        programmatic_stream_serialization: bool = False,
+    ) -> None:
         self._native = None
         self._fast = None
         self._retired = None
@@ -139,16 +140,16 @@ class LaunchConfig:
             if device_id is not None:
                 _check_device_support(self, device_id)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         parts = ", ".join(f"{name}={getattr(self, name)!r}" for name in _ATTRS)
         return f"LaunchConfig({parts})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, LaunchConfig):
             return NotImplemented
         return self._identity() == other._identity()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._identity())
 
     def __reduce__(self):
@@ -234,66 +235,66 @@ class LaunchConfig:
         self._checked = None
 
     @property
-    def grid(self):
+    def grid(self) -> tuple[int, int, int]:
         """tuple of int: Blocks (or clusters, when :attr:`cluster` is set) along x, y, z."""
         return self._grid
 
     @grid.setter
-    def grid(self, value):
+    def grid(self, value: int | tuple[int, ...]) -> None:
         value = _cast_to_3_tuple("LaunchConfig.grid", value)
         _native_dims(value, self._cluster)
         self._grid = value
         self._invalidate()
 
     @property
-    def cluster(self):
+    def cluster(self) -> tuple[int, int, int] | None:
         """tuple of int or None: Blocks per thread block cluster along x, y, z."""
         return self._cluster
 
     @cluster.setter
-    def cluster(self, value):
+    def cluster(self, value: int | tuple[int, ...] | None) -> None:
         value = None if value is None else _cast_to_3_tuple("LaunchConfig.cluster", value)
         _native_dims(self._grid, value)
         self._cluster = value
         self._invalidate()
 
     @property
-    def block(self):
+    def block(self) -> tuple[int, int, int]:
         """tuple of int: Threads per block along x, y, z."""
         return self._block
 
     @block.setter
-    def block(self, value):
+    def block(self, value: int | tuple[int, ...]) -> None:
         self._block = _cast_to_3_tuple("LaunchConfig.block", value)
         self._invalidate()
 
     @property
-    def shmem_size(self):
+    def shmem_size(self) -> int:
         """int: Dynamic shared memory per block, in bytes."""
         return self._shmem_size
 
     @shmem_size.setter
-    def shmem_size(self, value):
+    def shmem_size(self, value: int | None) -> None:
         self._shmem_size = _shmem("LaunchConfig.shmem_size", value)
         self._invalidate()
 
     @property
-    def is_cooperative(self):
+    def is_cooperative(self) -> bool:
         """bool: Whether launches are cooperative (grid-wide synchronization)."""
         return self._is_cooperative
 
     @is_cooperative.setter
-    def is_cooperative(self, value):
+    def is_cooperative(self, value: bool) -> None:
         self._is_cooperative = bool(value)
         self._invalidate()
 
     @property
-    def programmatic_stream_serialization(self):
+    def programmatic_stream_serialization(self) -> bool:
         """bool: Whether programmatic dependent launch (PDL) is allowed."""
         return self._pss
 
     @programmatic_stream_serialization.setter
-    def programmatic_stream_serialization(self, value):
+    def programmatic_stream_serialization(self, value: bool) -> None:
         self._pss = bool(value)
         self._invalidate()
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import warnings
 from math import prod
+from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
 from cuda_core._arg_plan import _IS_PYPY, _slow_fill, _slow_pack, _thread_state, _tls
@@ -40,6 +41,10 @@ from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig, _check_device_support
 from cuda_core._stream import Stream, _as_stream, _OpenStream
 from cuda_core._utils import check_or_create_options
+
+if TYPE_CHECKING:
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import IsStreamType
 
 __all__ = ["launch"]
 
@@ -94,7 +99,17 @@ def _launch_pypy(stream, config, kernel, *kernel_args):
 
 #: The public function is the fast path of the running interpreter itself (no
 #: extra call layer).
-launch = _launch_pypy if _IS_PYPY else _launch_cpython
+if TYPE_CHECKING:
+
+    def launch(
+        stream: Stream | GraphBuilder | IsStreamType,
+        config: LaunchConfig | dict[str, Any],
+        kernel: Kernel,
+        *kernel_args: Any,
+    ) -> None: ...
+
+else:
+    launch = _launch_pypy if _IS_PYPY else _launch_cpython
 launch.__name__ = launch.__qualname__ = "launch"
 launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel_args``.
 

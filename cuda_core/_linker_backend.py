@@ -11,7 +11,7 @@ import threading
 import warnings
 
 from cuda_core._errors import LibraryNotFoundError, NVJitLinkError
-from cuda_core._loader import ensure_loaded, nvjitlink_version
+from cuda_core._loader import ensure_loaded, install_hint, nvjitlink_version
 from cuda_core.typing import CompilerBackendType
 
 __all__ = ["which_backend"]
@@ -39,22 +39,22 @@ def which_backend(stacklevel):
 
 def _decide_backend():
     """Return ``(backend, reason_for_fallback_or_None)``."""
-    common = (
-        "the CUDA driver's cuLink* API will be used for linking instead; it cannot "
-        "link LTO-IR or emit PTX. Install nvJitLink 12.3 or newer "
-        '(pip install "cuda-core-cffi[cu13]") for full support.'
-    )
+
+    def fallback(why):
+        return CompilerBackendType.DRIVER, (
+            f"{why}; the CUDA driver's cuLink* API will be used for linking instead; it "
+            "cannot link LTO-IR or emit PTX. Install nvJitLink 12.3 or newer "
+            f"({install_hint('nvjitlink')}) for full support."
+        )
+
     try:
         ensure_loaded("nvjitlink")
     except LibraryNotFoundError as e:
-        return CompilerBackendType.DRIVER, f"nvJitLink was not found ({e}); {common}"
+        return fallback(f"nvJitLink was not found ({e})")
     try:
         version = nvjitlink_version()
     except NVJitLinkError:
-        return CompilerBackendType.DRIVER, f"the installed nvJitLink is older than 12.3; {common}"
+        return fallback("the installed nvJitLink is older than 12.3")
     if tuple(version) < (12, 3):
-        return (
-            CompilerBackendType.DRIVER,
-            f"the installed nvJitLink {version[0]}.{version[1]} is older than 12.3; {common}",
-        )
+        return fallback(f"the installed nvJitLink {version[0]}.{version[1]} is older than 12.3")
     return CompilerBackendType.NVJITLINK, None

@@ -7,7 +7,8 @@ Search order for NVRTC, nvJitLink and libNVVM, stopping at the first hit:
    ``CUDA_CORE_NVJITLINK_PATH`` / ``CUDA_CORE_NVVM_PATH`` (a file path; when
    set, nothing else is tried);
 2. NVIDIA's ``nvidia-*`` wheels in this interpreter's site-packages
-   (``pip install "cuda-core-cffi[cu13]"``);
+   (``pip install "cuda-core-cffi[cu13]"`` with a CUDA 13 driver,
+   ``"cuda-core-cffi[cu12]"`` with a CUDA 12 driver: :data:`WHEELS`);
 3. ``$CUDA_HOME`` and ``$CUDA_PATH``;
 4. ``/usr/local/cuda``;
 5. the system loader (``LD_LIBRARY_PATH``, ``ldconfig``).
@@ -46,6 +47,7 @@ __all__ = [
     "driver_version",
     "ensure_loaded",
     "format_cuda_version",
+    "install_hint",
     "libdevice_path",
     "library_path",
     "load_driver",
@@ -54,13 +56,15 @@ __all__ = [
     "nvrtc_version",
     "nvvm_version",
     "require_driver",
+    "WHEELS",
 ]
 
 _LOCK = threading.Lock()
 _DRIVER_VERSION = []  # [version] once asked
 
 # name -> (index in the extension, env var, wheel-relative candidates,
-#          toolkit-relative candidates, system-loader names, pip hint)
+#          toolkit-relative candidates, system-loader names, CUDA 13 wheel;
+#          install_hint() names the wheels of both CUDA versions)
 _LIBS = {
     "nvrtc": (
         lib.CC_LIB_NVRTC,
@@ -90,6 +94,14 @@ _LIBS = {
         ("libnvvm.so.4", "libnvvm.so"),
         "nvidia-nvvm",
     ),
+}
+
+#: The NVIDIA wheel that brings each library, by CUDA major version: what the
+#: ``cu12`` and ``cu13`` extras install (CUDA 12's libNVVM ships with nvcc).
+WHEELS = {
+    "nvrtc": {12: "nvidia-cuda-nvrtc-cu12", 13: "nvidia-cuda-nvrtc"},
+    "nvjitlink": {12: "nvidia-nvjitlink-cu12", 13: "nvidia-nvjitlink"},
+    "nvvm": {12: "nvidia-cuda-nvcc-cu12", 13: "nvidia-nvvm"},
 }
 
 _LIBDEVICE = (
@@ -149,7 +161,7 @@ def ensure_loaded(name):
 
 def _search_cuda_library(index, attempts, name):
     """Try the wheels, then the toolkits, then the system loader; raise if none loads."""
-    _, env, wheel, toolkit, system, pip_name = _LIBS[name]
+    _, env, wheel, toolkit, system, _ = _LIBS[name]
     for d in _site_dirs():
         for rel in wheel:
             path = os.path.join(d, rel)
@@ -172,8 +184,8 @@ def _search_cuda_library(index, attempts, name):
     searched = "\n  ".join(attempts)
     raise LibraryNotFoundError(
         f"{name} could not be found. Searched:\n  {searched}\n"
-        f'Fix: pip install "cuda-core-cffi[cu13]" (or pip install {pip_name}), '
-        f"set CUDA_HOME to a CUDA toolkit, or set {env} to the library's path."
+        f"Fix: {install_hint(name)}, set CUDA_HOME to a CUDA toolkit, "
+        f"or set {env} to the library's path."
     )
 
 
@@ -201,6 +213,34 @@ def _load_locked(index, env, label, target, search, *args):
             raise LibraryNotFoundError(
                 f"{label}: {env}={override!r} could not be loaded: {attempts[-1]}"
             )
+
+
+def _driver_major():
+    """The driver's CUDA major version, or None where no driver can be loaded."""
+    try:
+        return driver_version() // 1000
+    except CUDAError:
+        return None
+
+
+def install_hint(name):
+    """Return the pip command that installs library ``name`` for this machine.
+
+    It names the extra for the driver's CUDA major version where a CUDA 12 or
+    13 driver is present (NVRTC 13's PTX does not load on a CUDA 12 driver),
+    both extras otherwise, and the NVIDIA wheel each one installs.
+    """
+    wheels = WHEELS[name]
+    major = _driver_major()
+    if major in wheels:
+        return (
+            f'pip install "cuda-core-cffi[cu{major}]" (the driver here is CUDA {major}; '
+            f"the extra installs {wheels[major]})"
+        )
+    return (
+        'pip install "cuda-core-cffi[cu13]" for a CUDA 13 driver or "cuda-core-cffi[cu12]" '
+        f"for a CUDA 12 driver (they install {wheels[13]} and {wheels[12]})"
+    )
 
 
 def load_driver():

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check, warn_cuda
+from cuda_core._errors import check, driver_error, warn_cuda
 from cuda_core._kernel import Kernel
 from cuda_core._utils import Closeable, as_int_handle
 
@@ -50,7 +51,7 @@ class ObjectCode(Closeable):
     instead, which requires a GPU.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "ObjectCode objects cannot be instantiated directly. Please use the "
             "ObjectCode.from_* factories (from_cubin, from_ptx, ...) or Program.compile()."
@@ -110,7 +111,7 @@ class ObjectCode(Closeable):
             dict(self._sym_map),
         )
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, ObjectCode):
             return NotImplemented
         return (
@@ -120,10 +121,10 @@ class ObjectCode(Closeable):
             and self._sym_map == other._sym_map
         )
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self._code_type, _comparable(self._module)))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._closed:
             state = "closed"
         elif self._box is None:
@@ -140,7 +141,12 @@ class ObjectCode(Closeable):
     # -- factories -------------------------------------------------------
 
     @staticmethod
-    def from_cubin(module, *, name="", symbol_mapping=None):
+    def from_cubin(
+        module: bytes | bytearray | str | os.PathLike[str],
+        *,
+        name: str = "",
+        symbol_mapping: dict[str, str] | None = None,
+    ) -> ObjectCode:
         """Create an :class:`ObjectCode` from a cubin.
 
         Parameters
@@ -160,7 +166,12 @@ class ObjectCode(Closeable):
         return ObjectCode._init(module, "cubin", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_ptx(module, *, name="", symbol_mapping=None):
+    def from_ptx(
+        module: bytes | bytearray | str | os.PathLike[str],
+        *,
+        name: str = "",
+        symbol_mapping: dict[str, str] | None = None,
+    ) -> ObjectCode:
         """Create an :class:`ObjectCode` from PTX.
 
         ``module``: the PTX text as bytes, or the path of a PTX file (a ``str`` is always a path).
@@ -169,7 +180,12 @@ class ObjectCode(Closeable):
         return ObjectCode._init(module, "ptx", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_ltoir(module, *, name="", symbol_mapping=None):
+    def from_ltoir(
+        module: bytes | bytearray | str | os.PathLike[str],
+        *,
+        name: str = "",
+        symbol_mapping: dict[str, str] | None = None,
+    ) -> ObjectCode:
         """Create an :class:`ObjectCode` from LTO-IR (an input for :class:`~cuda_core.Linker`).
 
         ``module``: the LTO-IR in memory, or the path of an LTO-IR file.
@@ -178,7 +194,12 @@ class ObjectCode(Closeable):
         return ObjectCode._init(module, "ltoir", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_fatbin(module, *, name="", symbol_mapping=None):
+    def from_fatbin(
+        module: bytes | bytearray | str | os.PathLike[str],
+        *,
+        name: str = "",
+        symbol_mapping: dict[str, str] | None = None,
+    ) -> ObjectCode:
         """Create an :class:`ObjectCode` from a fat binary.
 
         ``module``: the fatbin in memory, or the path of a fatbin file.
@@ -187,7 +208,12 @@ class ObjectCode(Closeable):
         return ObjectCode._init(module, "fatbin", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_object(module, *, name="", symbol_mapping=None):
+    def from_object(
+        module: bytes | bytearray | str | os.PathLike[str],
+        *,
+        name: str = "",
+        symbol_mapping: dict[str, str] | None = None,
+    ) -> ObjectCode:
         """Create an :class:`ObjectCode` from a relocatable object (an input for linking).
 
         ``module``: the object in memory, or the path of an object file.
@@ -196,7 +222,12 @@ class ObjectCode(Closeable):
         return ObjectCode._init(module, "object", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_library(module, *, name="", symbol_mapping=None):
+    def from_library(
+        module: bytes | bytearray | str | os.PathLike[str],
+        *,
+        name: str = "",
+        symbol_mapping: dict[str, str] | None = None,
+    ) -> ObjectCode:
         """Create an :class:`ObjectCode` from a device library archive (an input for linking).
 
         ``module``: the archive in memory, or the path of a library file.
@@ -206,7 +237,7 @@ class ObjectCode(Closeable):
 
     # -- methods -----------------------------------------------------------
 
-    def get_kernel(self, name):
+    def get_kernel(self, name: str | bytes) -> Kernel:
         """Return the kernel called ``name`` from this code.
 
         ``name`` is first looked up in :attr:`symbol_mapping` (so an NVRTC name
@@ -244,7 +275,7 @@ class ObjectCode(Closeable):
         check(lib.cuLibraryGetKernel(out, c_lib, symbol), f"kernel {name!r}")
         return Kernel._from_object_code(out[0], self)
 
-    def close(self):
+    def close(self) -> None:
         """Unload the library (``cuLibraryUnload``), if it was loaded.
 
         Idempotent.  Kernels obtained from this object must not be used
@@ -276,9 +307,15 @@ class ObjectCode(Closeable):
                 f"an ObjectCode of code_type={self._code_type!r} cannot be loaded by the "
                 f"driver (loadable: {_LOADABLE_CODE_TYPES}); link it with Linker first"
             )
+        module = self._module
+        if isinstance(module, str) and not os.path.exists(module):
+            # What the driver reports, said before it is needed: a missing file
+            # is the first thing to fix, even where there is no driver.
+            raise driver_error(
+                lib.CUDA_ERROR_FILE_NOT_FOUND, f"loading {self._code_type} file {module!r}"
+            )
         _init_driver()
         box = ffi.new("CUlibrary *")
-        module = self._module
         if isinstance(module, str):
             check(
                 lib.cuLibraryLoadFromFile(
@@ -308,27 +345,27 @@ class ObjectCode(Closeable):
     # -- properties --------------------------------------------------------
 
     @property
-    def code(self):
+    def code(self) -> bytes | bytearray | str:
         """bytes, bytearray or str: the image, or the path of the file holding it."""
         return self._module
 
     @property
-    def name(self):
+    def name(self) -> str:
         """str: a human-readable name for this code object."""
         return self._name
 
     @property
-    def code_type(self):
+    def code_type(self) -> str:
         """str: ``"cubin"``, ``"ptx"``, ``"ltoir"``, ``"fatbin"``, ``"object"`` or ``"library"``."""
         return self._code_type
 
     @property
-    def symbol_mapping(self):
+    def symbol_mapping(self) -> dict[str, str]:
         """dict: a copy of the name to mangled-symbol mapping."""
         return dict(self._sym_map)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: the address of the loaded ``CUlibrary`` (loads the code on first use)."""
         return as_int_handle(self._library())
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._compile_common import _SUPPORTED_TARGETS, read_log
 from cuda_core._cuda_ffi import ffi, lib
@@ -22,14 +23,26 @@ from cuda_core._errors import (
     check_nvrtc,
     check_nvvm,
     nvrtc_log,
+    shown_as,
     status_in,
 )
 from cuda_core._linker import Linker
-from cuda_core._loader import driver_at_least, ensure_loaded, libdevice_path, nvrtc_version
+from cuda_core._loader import (
+    driver_at_least,
+    ensure_loaded,
+    install_hint,
+    libdevice_path,
+    nvrtc_version,
+)
 from cuda_core._module import ObjectCode
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
 from cuda_core._utils import Closeable, as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType, PCHStatusType
+
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from cuda_core.utils import ProgramCacheResource
 
 __all__ = ["Program"]
 
@@ -71,7 +84,12 @@ class Program(Closeable):
     shared between threads.
     """
 
-    def __init__(self, code, code_type, options=None):
+    def __init__(
+        self,
+        code: str | bytes | bytearray,
+        code_type: str,
+        options: ProgramOptions | dict[str, Any] | None = None,
+    ) -> None:
         self._options = options = check_or_create_options(
             ProgramOptions, options, "Program options"
         )
@@ -124,7 +142,7 @@ class Program(Closeable):
                 f"(supported_code_types={_SUPPORTED_CODE_TYPES!r})"
             )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Program backend='{self._backend}'>"
 
     # -- construction helpers ------------------------------------------------
@@ -171,7 +189,14 @@ class Program(Closeable):
 
     # -- methods -----------------------------------------------------------
 
-    def compile(self, target_type, name_expressions=(), logs=None, *, cache=None):
+    def compile(
+        self,
+        target_type: str,
+        name_expressions: tuple[str, ...] | list[str] = (),
+        logs: TextIO | None = None,
+        *,
+        cache: ProgramCacheResource | None = None,
+    ) -> ObjectCode:
         """Compile the program to ``target_type``.
 
         Parameters
@@ -387,7 +412,7 @@ class Program(Closeable):
                 raise LibraryNotFoundError(
                     "use_libdevice=True but libdevice.10.bc could not be found next to the "
                     "loaded libNVVM, in the nvidia wheels or in $CUDA_HOME/nvvm/libdevice. "
-                    'Fix: pip install "cuda-core-cffi[cu13]" or set CUDA_HOME.'
+                    f"Fix: {install_hint('nvvm')} or set CUDA_HOME."
                 )
             with open(path, "rb") as f:
                 self._add_nvvm_module(f.read(), None, lazy=True)
@@ -409,7 +434,7 @@ class Program(Closeable):
                 logs.write(text)
         return ObjectCode._init(data, target_type, name=self._options.name)
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the program (and its internal linker); idempotent."""
         with self._lock:
             if self._closed:
@@ -421,7 +446,7 @@ class Program(Closeable):
             self._keep = []
 
     @staticmethod
-    def driver_can_load_nvrtc_ptx_output():
+    def driver_can_load_nvrtc_ptx_output() -> bool:
         """Return whether the installed CUDA driver can load PTX made by this NVRTC.
 
         A driver loads PTX of its own CUDA version or older, so this compares
@@ -447,12 +472,12 @@ class Program(Closeable):
     # -- properties --------------------------------------------------------
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: whether :meth:`close` has been called."""
         return self._closed
 
     @property
-    def pch_status(self):
+    def pch_status(self) -> PCHStatusType | None:
         """PCHStatusType or None: the precompiled-header outcome of the last compile.
 
         ``None`` when no PCH was requested (``create_pch``/``pch``), before
@@ -463,12 +488,12 @@ class Program(Closeable):
         return self._pch_status
 
     @property
-    def backend(self):
+    def backend(self) -> CompilerBackendType:
         """CompilerBackendType: ``NVRTC``, ``NVVM``, ``nvJitLink`` or ``driver``."""
         return self._backend
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: the address of the ``nvrtcProgram`` / ``nvvmProgram`` / linker handle."""
         if self._closed:
             raise RuntimeError("Program has been closed; its handle is gone")
@@ -515,6 +540,7 @@ def _warn_if_ptx_unloadable(stacklevel):
         )
 
 
+@shown_as(ValueError)
 class _UnsupportedCodeTypeError(ValueError, RuntimeError):
     """Unknown ``code_type``: a ValueError, and a RuntimeError as in ``cuda.core``."""
 

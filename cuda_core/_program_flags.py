@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections.abc
 
-from cuda_core._errors import CUDAError
+from cuda_core._errors import CUDAError, shown_as
 
 __all__ = ["nvrtc_flags", "nvvm_flags"]
 
@@ -196,6 +196,7 @@ def nvvm_flags(options):
 # -- private helpers ---------------------------------------------------------------
 
 
+@shown_as(CUDAError)
 class _UnsupportedOptionError(CUDAError, ValueError):
     """An option the chosen backend cannot take (a CUDAError as in ``cuda.core``)."""
 

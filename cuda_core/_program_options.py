@@ -186,7 +186,7 @@ class ProgramOptions:
     use_libdevice: bool | None = None
     numba_debug: bool | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # As cuda.core: the name is encoded (None or a non-str raise
         # AttributeError), extra_sources is checked, the architecture comes
         # from the current device, and every other field is taken as given --
@@ -197,10 +197,10 @@ class ProgramOptions:
         if self.arch is None:
             self.arch, self._arch_error = _query_device_arch()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ProgramOptions(name={self.name!r}, arch={self.arch!r})"
 
-    def as_bytes(self, backend, target_type=None):
+    def as_bytes(self, backend: str, target_type: str | None = None) -> list[bytes]:
         """Render these options as compiler flags for ``backend``.
 
         Parameters

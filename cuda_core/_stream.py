@@ -12,6 +12,8 @@ in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import cuda_core._slots as _slots
 from cuda_core._context import (
     _bufs,
@@ -22,7 +24,7 @@ from cuda_core._context import (
     _tls,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, destroy_or_warn
+from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._stream_options import (
     _LEAST_PRIORITY,
@@ -40,6 +42,16 @@ from cuda_core._utils import (
     open_handle_methods,
     require_open,
 )
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from cuda_core._context import Context
+    from cuda_core._device import Device
+    from cuda_core._device_resources import DeviceResources
+    from cuda_core._event import EventOptions
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import IsStreamType
 
 __all__ = ["Stream"]
 
@@ -91,7 +103,7 @@ class Stream:
         "__weakref__",
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "Stream objects cannot be instantiated directly. "
             "Please use Device APIs (create_stream) or other Stream APIs (from_handle)."
@@ -141,34 +153,39 @@ class Stream:
         address = _stream_address(obj)
         return cls._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
 
-    def __enter__(self):
+    def __enter__(self) -> Stream:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
-    def __cuda_stream__(self):
+    def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
         if self._closed:
             require_open(self, True, "Stream")
         return (0, self._h)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stream):
             return NotImplemented
         return self._h == other._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._h)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._closed:
             return "<Stream (closed)>"
         kind = ("owned", "borrowed", "default")[self._kind]
         device = f" device={self._ctx._device_id}" if self._ctx is not None else ""
         return f"<Stream handle={self._h:#x} {kind}{device}>"
 
-    def close(self):
+    def close(self) -> None:
         """Destroy an owned stream, or drop a borrowed stream's foreign owner.
 
         Closing twice is a no-op, and closing :data:`LEGACY_DEFAULT_STREAM` or
@@ -190,7 +207,7 @@ class Stream:
         else:
             self._owner = None
 
-    def sync(self):
+    def sync(self) -> None:
         """Block until all work submitted to this stream has completed.
 
         The GIL is released while waiting.
@@ -201,7 +218,9 @@ class Stream:
         if status:  # hot path: check() only on failure
             check(status)
 
-    def record(self, event=None, options=None):
+    def record(
+        self, event: Event | None = None, options: EventOptions | dict[str, Any] | None = None
+    ) -> Event:
         """Record an event on this stream.
 
         Parameters
@@ -253,7 +272,7 @@ class Stream:
             check(status)
         return event
 
-    def wait(self, event_or_stream):
+    def wait(self, event_or_stream: Event | Stream | GraphBuilder | IsStreamType) -> None:
         """Make future work on this stream wait for an event or for another stream.
 
         Parameters
@@ -288,7 +307,7 @@ class Stream:
         _wait_on_stream(self._handle, other._handle, None if ctx is None else ctx._handle)
 
     @staticmethod
-    def from_handle(handle):
+    def from_handle(handle: int) -> Stream:
         """Wrap an existing ``CUstream``/``cudaStream_t`` address as a borrowed Stream.
 
         The stream's lifetime is not managed: the foreign owner must keep it
@@ -312,7 +331,7 @@ class Stream:
             raise ValueError(f"handle must be a non-negative stream address, got {address}")
         return Stream._new(ffi.cast("CUstream", address), _BORROWED)
 
-    def create_graph_builder(self):
+    def create_graph_builder(self) -> GraphBuilder:
         """Create a :class:`~cuda_core.graph.GraphBuilder` that captures work on this stream.
 
         Returns
@@ -347,14 +366,14 @@ class Stream:
         return _context_of(out[0])
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the underlying ``CUstream`` (``int(handle)`` also works)."""
         if self._closed:
             require_open(self, True, "Stream")
         return self._h
 
     @property
-    def is_nonblocking(self):
+    def is_nonblocking(self) -> bool:
         """bool: Whether the stream does not synchronize with the legacy default stream."""
         if self._closed:
             require_open(self, True, "Stream")
@@ -370,7 +389,7 @@ class Stream:
         return value
 
     @property
-    def priority(self):
+    def priority(self) -> int:
         """int: The stream priority (a lower number is a higher priority)."""
         if self._closed:
             require_open(self, True, "Stream")
@@ -386,7 +405,7 @@ class Stream:
         return value
 
     @property
-    def device(self):
+    def device(self) -> Device:
         """Device: The device whose context this stream belongs to.
 
         For the default streams this is the device of the calling thread's
@@ -402,7 +421,7 @@ class Stream:
         return _slots.Device(ctx._device_id)
 
     @property
-    def context(self):
+    def context(self) -> Context:
         """Context: The context this stream belongs to.
 
         The default streams have no context of their own: for them this is the
@@ -416,12 +435,12 @@ class Stream:
         return ctx
 
     @property
-    def resources(self):
+    def resources(self) -> DeviceResources:
         """DeviceResources: The resources of this stream's context (see ``Context.resources``)."""
         return self.context.resources
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return self._closed
 
@@ -429,6 +448,7 @@ class Stream:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
+@shown_as(TypeError)
 class _WaitArgumentError(TypeError, ValueError):
     """Stream.wait got something that is neither an event nor a stream."""
 

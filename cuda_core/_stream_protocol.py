@@ -12,13 +12,14 @@ turns them into streams).
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from cuda_core._utils import index_or_none
 
 __all__ = []
 
 
-def _stream_address(obj):
+def _stream_address(obj: Any) -> int:
     """Return the stream address an object publishes through ``__cuda_stream__``.
 
     The checks and their messages are ``cuda.core``'s: a result that is not

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import operator
 import os
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import check
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from typing_extensions import Self
 
 __all__ = [
     "SIZE_MAX",
@@ -30,10 +36,15 @@ class Closeable:
 
     __slots__ = ()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
@@ -61,7 +72,7 @@ def check_or_create_options(cls, options, desc, *, keep_none=False):
     return options
 
 
-def index_or_none(value):
+def index_or_none(value: object) -> int | None:
     """Return ``value`` as a Python int (``operator.index``), or None if it is no integer.
 
     Bools (Python's and NumPy's) are not integers here, and neither is a

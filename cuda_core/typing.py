@@ -12,6 +12,7 @@ same on a ``(str, Enum)`` base.
 from __future__ import annotations
 
 import enum
+import sys
 import typing
 
 __all__ = [
@@ -63,14 +64,14 @@ DevicePointerType = typing.Optional[int]
 ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
 
 
-def _register(*enums, **aliases):
+def _register(*enums: type, **aliases: object) -> None:
     """Publish enumerations (and named type aliases) defined in a higher layer here."""
     for e in enums:
         globals()[e.__name__] = e
     globals().update(aliases)
 
 
-if hasattr(enum, "StrEnum"):  # Python 3.11+: the standard base, as in ``cuda.core``
+if sys.version_info >= (3, 11):  # enum.StrEnum: the standard base, as in ``cuda.core``
 
     class _StrEnum(enum.StrEnum):
         """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
@@ -80,10 +81,10 @@ else:
     class _StrEnum(str, enum.Enum):
         """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
 
-        def __str__(self):
+        def __str__(self) -> str:
             return str(self.value)
 
-        def __format__(self, spec):
+        def __format__(self, spec: str) -> str:
             return format(str(self.value), spec)
 
 

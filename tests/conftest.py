@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
+
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @functools.cache
@@ -23,6 +26,26 @@ def gpu_status():
     if lib.cuDeviceGetCount(count) or count[0] < 1:
         return False, "no CUDA GPU present"
     return True, ""
+
+
+def pytest_report_header(config):
+    import cuda_core
+
+    return f"cuda_core {cuda_core.__version__} from {os.path.dirname(cuda_core.__file__)}"
+
+
+def pytest_configure(config):
+    # CI sets CUDA_CORE_TEST_INSTALLED=1 to test an installed wheel: an import
+    # of this checkout's cuda_core instead would make the run meaningless.
+    if os.environ.get("CUDA_CORE_TEST_INSTALLED", "0") != "0":
+        import cuda_core
+
+        where = os.path.abspath(cuda_core.__file__)
+        if where.startswith(os.path.join(CHECKOUT, "")):
+            raise pytest.UsageError(
+                f"CUDA_CORE_TEST_INSTALLED is set but cuda_core was imported from "
+                f"the checkout ({where}): run pytest from outside it"
+            )
 
 
 def pytest_collection_modifyitems(config, items):

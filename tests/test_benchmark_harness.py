@@ -82,3 +82,30 @@ def test_c_floor_loops_absent_name_is_reported(harness, capsys):
     h, _ = harness
     assert h.c_floor_loops("bench_x", "cc_bench_no_such_loop") is None
     assert "C floor skipped" in capsys.readouterr().out
+
+
+def test_run_all_writes_a_new_file_unless_told_to_overwrite(harness, tmp_path, monkeypatch):
+    _, run_all = harness
+    monkeypatch.setattr(run_all, "HERE", str(tmp_path))
+    out, raw = run_all.output_paths(stamp="20250101-120000")
+    assert out == str(tmp_path / "results-20250101-120000.md") and raw is None
+    (tmp_path / "results-20250101-120000.md").write_text("an earlier run")
+    out, _ = run_all.output_paths(stamp="20250101-120000")
+    assert out == str(tmp_path / "results-20250101-120000-2.md")  # never an existing file
+    assert run_all.output_paths(str(tmp_path / "mine.md"), "raw.jsonl") == (
+        str(tmp_path / "mine.md"),
+        "raw.jsonl",
+    )
+    # The published report is rewritten only on request (or when --out names it).
+    assert run_all.output_paths(overwrite=True) == (run_all.PUBLISHED, run_all.PUBLISHED_JSON)
+    assert run_all.PUBLISHED.endswith(os.path.join("benchmarks", "RESULTS.md"))
+    assert run_all.PUBLISHED_JSON.endswith(os.path.join("benchmarks", "results.jsonl"))
+    # A report rebuilt from the published raw results lands in a new file.
+    with open(run_all.PUBLISHED) as f:
+        published = f.read()
+    assert run_all.main(["--from-json", run_all.PUBLISHED_JSON]) == 0
+    written = [p for p in os.listdir(tmp_path) if p.endswith(".md") and "2025" not in p]
+    assert len(written) == 1 and written[0].startswith("results-"), written
+    assert "pool allocate+close 1 MiB |" in (tmp_path / written[0]).read_text()
+    with open(run_all.PUBLISHED) as f:
+        assert f.read() == published

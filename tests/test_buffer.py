@@ -116,7 +116,14 @@ def test_from_handle_accepts_cffi_pointer_and_int_like():
     buf = Buffer.from_handle(mem, 4)
     assert buf.handle == int(ffi.cast("uintptr_t", mem))
     assert Buffer.from_handle(np.uint64(1234), 1).handle == 1234
-    assert Buffer.from_handle(None, 0).handle == 0
+    assert Buffer.from_handle(0, 0).handle == 0
+
+
+@pytest.mark.parametrize("size", [0, 10])
+def test_from_handle_refuses_none(size):
+    # cuda.core converts ptr with int(), which refuses None: no silent null buffer
+    with pytest.raises(TypeError, match="ptr must be an int address .* not NoneType"):
+        Buffer.from_handle(None, size)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 import pytest
+from _scripts.hardening_util import package_root
 
 import cuda_core
 from cuda_core import (
@@ -52,7 +53,6 @@ pytestmark = pytest.mark.skipif(
     "can only be observed on a machine without one",
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOREIGN = 0x1000  # an address that is never dereferenced: the driver is missing
 
 
@@ -191,7 +191,8 @@ def test_fresh_interpreter_reports_missing_driver():
         "except cuda_core.LibraryNotFoundError as e:\n"
         "    print('OK', 'libcuda.so.1' in str(e))\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    path = os.pathsep.join([package_root(), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path)
     r = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
     )

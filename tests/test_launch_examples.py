@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from _scripts.hardening_util import package_root
 from conftest import gpu_status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,7 +28,7 @@ EXAMPLES = [
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example(name):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root(), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", f"{name}.py")],
         capture_output=True,

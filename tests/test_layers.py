@@ -116,11 +116,15 @@ def imports_of(module, path, mods):
     """Yield (line, target) for each package module ``module`` imports.
 
     ``target`` is relative to the package ("" for the package face); module-
-    level and function-level imports alike.
+    level and function-level imports alike, but not those under
+    ``if TYPE_CHECKING:``.
     """
     tree = ast.parse(path.read_text(), str(path))
     is_package = path.name == "__init__.py"
+    typing_only = _type_checking_imports(tree)
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -137,6 +141,22 @@ def imports_of(module, path, mods):
                 target = target.rpartition(".")[0]
             if target != module:
                 yield node.lineno, target
+
+
+def _type_checking_imports(tree):
+    """The ids of import nodes under ``if TYPE_CHECKING:``.
+
+    They name types for annotations and never run, so they are neither a
+    layer violation nor part of an import cycle.
+    """
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", None)
+            if name == "TYPE_CHECKING":
+                found.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return found
 
 
 def _rel(name):

@@ -12,6 +12,7 @@ import textwrap
 import time
 
 import pytest
+from _scripts.hardening_util import package_root
 from test_program import _nvrtc_available
 
 from cuda_core import ObjectCode, Program, ProgramOptions
@@ -27,7 +28,6 @@ requires_nvrtc = pytest.mark.skipif(
 )
 
 KERNEL = 'extern "C" __global__ void k(float *a) { a[threadIdx.x] += 1.0f; }\n'
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -231,7 +231,7 @@ _WRITER = textwrap.dedent(
 
 def test_two_processes_writing_at_once(tmp_path):
     script = tmp_path / "writer.py"
-    script.write_text(_WRITER.format(repo=REPO, path=str(tmp_path / "cache")))
+    script.write_text(_WRITER.format(repo=package_root(), path=str(tmp_path / "cache")))
     procs = [
         subprocess.Popen(
             [sys.executable, str(script), tag], stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -335,7 +335,7 @@ def test_key_is_deterministic_bytes():
     with pytest.raises(AttributeError):  # as in cuda.core, options are not coerced
         _key(options={"arch": "sm_90"})
     code = (
-        f"import sys; sys.path.insert(0, {REPO!r})\n"
+        f"import sys; sys.path.insert(0, {package_root()!r})\n"
         "from cuda_core import ProgramOptions\n"
         "from cuda_core.utils import make_program_cache_key\n"
         f"print(make_program_cache_key(code={KERNEL!r}, code_type='c++', target_type='cubin',"

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+from _scripts.hardening_util import package_root
 from conftest import gpu_status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,7 +24,7 @@ def test_readme_example_runs(tmp_path):
     script = tmp_path / "readme_example.py"
     script.write_text(_readme_example())
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH")) if p)
     r = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env
     )

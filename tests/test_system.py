@@ -17,12 +17,14 @@ import subprocess
 import sys
 
 import pytest
+from _scripts.hardening_util import package_root
 
 from cuda_core import system
 from cuda_core.system import exceptions, typing
 from cuda_core.system._enums import NVML_VALUES, bits_to_members, from_nvml, to_nvml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Subprocesses import the cuda_core under test (the checkout or an installed wheel).
+ROOT = package_root()
 
 STATUS_CLASSES = {
     1: "UninitializedError",

@@ -16,6 +16,7 @@ import sys
 import warnings
 
 import pytest
+from _scripts.hardening_util import package_root
 
 from cuda_core import system
 from cuda_core.system.typing import (
@@ -355,7 +356,7 @@ def test_property_sweep(nvml_device):
 
 def test_main_reports_gpus(smi_rows):
     env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = package_root()  # the cuda_core under test
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run(
         [sys.executable, "-m", "cuda_core"], capture_output=True, text=True, env=env, timeout=120

@@ -337,7 +337,9 @@ def test_resource_descriptor_linear_and_pitch2d():
 
     # Both fill CUDA_RESOURCE_DESC with the right type and fields.
     c_res = ffi.new("CUDA_RESOURCE_DESC *")
-    assert res._fill(c_res) == (None, buf)
+    claim, got = res._fill(c_res)
+    assert got is buf
+    assert claim.release() == 0 and claim.release() == 0  # once; then nothing
     assert c_res.resType == 2 and c_res.res.linear.devPtr == buf.handle
     assert (c_res.res.linear.format, c_res.res.linear.sizeInBytes) == (0x20, 1024)
     c_res = ffi.new("CUDA_RESOURCE_DESC *")

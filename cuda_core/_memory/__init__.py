@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import *  # noqa: F403
@@ -24,6 +26,10 @@ from cuda_core._memory._pinned_memory_resource import __all__ as _pinned_all
 from cuda_core._memory._virtual_memory_resource import *  # noqa: F403
 from cuda_core._memory._virtual_memory_resource import __all__ as _vmr_all
 
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core._memory._memory_resource import MemoryResource
+
 __all__ = [
     *_buffer_all,
     *_mr_all,
@@ -38,7 +44,7 @@ __all__ = [
 ]
 
 
-def _default_memory_resource(device):
+def _default_memory_resource(device: Device | int) -> MemoryResource:
     """Return the default memory resource of ``device`` (a Device or ordinal).
 
     A :class:`DeviceMemoryResource` over the device's current pool where

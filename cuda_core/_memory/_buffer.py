@@ -10,6 +10,8 @@ when it is garbage collected (see ``_release``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
@@ -33,6 +35,15 @@ from cuda_core._memory._release import (
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._utils import as_size as _as_size
 from cuda_core._utils import open_class, require_open
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from cuda_core._memory._copy_options import CopyOptions
+    from cuda_core._memory._ipc import IPCBufferDescriptor
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
 
 __all__ = ["Buffer"]
 
@@ -78,28 +89,33 @@ class Buffer:
         "__weakref__",
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "Buffer objects cannot be instantiated directly. Please use MemoryResource APIs "
             "(MemoryResource.allocate, Device.allocate or Buffer.from_handle)."
         )
 
-    def __enter__(self):
+    def __enter__(self) -> Buffer:
         return self
 
-    def __exit__(self, exc_type, exc_value, traceback):
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()
         return False
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Buffer):
             return NotImplemented
         return self._ptr == other._ptr and self._size == other._size
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self._ptr, self._size))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         mapped = " is_mapped=True" if self.is_mapped else ""
         return f"<Buffer ptr={self._ptr:#x} size={self._size}{mapped}>"
 
@@ -107,7 +123,14 @@ class Buffer:
         require_open(self, self._closed, "Buffer")
         return _reduce_helper, (self._mr, self.ipc_descriptor)
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         """Export this buffer as a 1-D ``int8`` DLPack tensor of ``size`` elements.
 
         ``stream`` is ignored (as if it were -1): keeping the producer and
@@ -130,7 +153,7 @@ class Buffer:
         versioned = _dlpack.wants_versioned(max_version)
         return _dlpack.make_py_capsule(self, versioned)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         """Return the DLPack ``(device_type, device_id)`` of this buffer.
 
         ``(1, 0)`` CPU, ``(2, id)`` CUDA device memory, ``(3, 0)`` pinned host
@@ -140,7 +163,7 @@ class Buffer:
         return _dlpack.classify_dl_device(self)
 
     @property
-    def __array_interface__(self):
+    def __array_interface__(self) -> dict[str, Any]:
         """NumPy array interface of a host-accessible buffer: its bytes as ``uint8``.
 
         ``numpy.asarray(buf)`` is then a writable, zero-copy view that keeps
@@ -169,6 +192,8 @@ class Buffer:
             raise ValueError("owner and memory resource cannot be both specified together")
         if stream is not None and mr is None:
             raise ValueError("stream requires a memory resource (mr)")
+        if ptr is None:  # as in cuda.core, which converts ptr with int()
+            raise TypeError("ptr must be an int address or a pointer object, not NoneType")
         c_ptr = _as_address(ptr)
         size = _as_size(size)
         s = None
@@ -217,7 +242,14 @@ class Buffer:
         return self
 
     @staticmethod
-    def from_handle(ptr, size, mr=None, owner=None, *, stream=None):
+    def from_handle(
+        ptr: DevicePointerType,
+        size: int,
+        mr: MemoryResource | None = None,
+        owner: object | None = None,
+        *,
+        stream: Stream | GraphBuilder | None = None,
+    ) -> Buffer:
         """Create a :class:`Buffer` around an existing pointer.
 
         Parameters
@@ -248,8 +280,8 @@ class Buffer:
         Raises
         ------
         TypeError
-            If ``ptr`` is not an integer address (floats and strings are
-            refused) or ``mr`` is not a MemoryResource.
+            If ``ptr`` is not an integer address (None, floats and strings
+            are refused) or ``mr`` is not a MemoryResource.
         ValueError
             If both ``mr`` and ``owner`` are given, if ``stream`` is given
             without ``mr``, or if ``ptr`` or ``size`` is negative or above
@@ -260,7 +292,13 @@ class Buffer:
         return Buffer._init(ptr, size, mr=mr, owner=owner, stream=stream)
 
     @classmethod
-    def from_ipc_descriptor(cls, mr, ipc_descriptor, *, stream):
+    def from_ipc_descriptor(
+        cls,
+        mr: MemoryResource,
+        ipc_descriptor: IPCBufferDescriptor,
+        *,
+        stream: Stream | GraphBuilder,
+    ) -> Buffer:
         """Import a buffer exported by another process.
 
         Parameters
@@ -279,7 +317,7 @@ class Buffer:
         """
         return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)
 
-    def close(self, stream=None):
+    def close(self, stream: Stream | GraphBuilder | None = None) -> None:
         """Free this buffer, asynchronously on ``stream``.
 
         Parameters
@@ -305,7 +343,7 @@ class Buffer:
         if not self._closed:  # an open instance of a subclass's open twin
             _close_open_buffer(self, stream)
 
-    def set_deallocation_stream(self, stream):
+    def set_deallocation_stream(self, stream: Stream | GraphBuilder) -> None:
         """Change the stream that will order this buffer's deallocation.
 
         The buffer stays open.  No synchronization is done: the caller must
@@ -328,7 +366,13 @@ class Buffer:
         elif rel is not None:
             rel.stream = s
 
-    def copy_to(self, dst=None, *, stream, options=None):
+    def copy_to(
+        self,
+        dst: Buffer | None = None,
+        *,
+        stream: Stream | GraphBuilder,
+        options: CopyOptions | None = None,
+    ) -> Buffer:
         """Copy this buffer into ``dst`` asynchronously on ``stream``.
 
         Parameters
@@ -388,7 +432,9 @@ class Buffer:
         copy_one(dst._ptr, self._ptr, size, s, options, "copy_to")
         return dst
 
-    def copy_from(self, src, *, stream, options=None):
+    def copy_from(
+        self, src: Buffer, *, stream: Stream | GraphBuilder, options: CopyOptions | None = None
+    ) -> None:
         """Copy ``src`` into this buffer asynchronously on ``stream``.
 
         Parameters
@@ -425,7 +471,7 @@ class Buffer:
             )
         copy_one(self._ptr, src._ptr, size, s, options, "copy_from")
 
-    def fill(self, value, *, stream):
+    def fill(self, value: int | Any, *, stream: Stream | GraphBuilder) -> None:
         """Fill this buffer with a repeated 1-, 2- or 4-byte pattern on ``stream``.
 
         Parameters
@@ -465,33 +511,33 @@ class Buffer:
             check(lib.cuMemsetD32Async(self._ptr, val, size // 4, s._handle))
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the memory (0 once closed)."""
         return self._ptr
 
     @property
-    def size(self):
+    def size(self) -> int:
         """int: The size in bytes (0 once closed)."""
         return self._size
 
     @property
-    def memory_resource(self):
+    def memory_resource(self) -> MemoryResource | None:
         """MemoryResource or None: The resource that frees this buffer."""
         return self._mr
 
     @property
-    def owner(self):
+    def owner(self) -> object:
         """object: The object kept alive for a buffer made with ``owner=``."""
         extra = self._extra
         return None if extra is None else extra.owner
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return self._closed
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device ordinal of this memory, or -1 when bound to no device."""
         require_open(self, self._closed, "Buffer")
         if self._mr is not None:
@@ -499,7 +545,7 @@ class Buffer:
         return self._memory_attrs()[2]
 
     @property
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
         """bool: Whether the GPU can access this memory."""
         require_open(self, self._closed, "Buffer")
         if self._mr is not None:
@@ -507,7 +553,7 @@ class Buffer:
         return self._memory_attrs()[0]
 
     @property
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
         """bool: Whether the CPU can access this memory."""
         require_open(self, self._closed, "Buffer")
         if self._mr is not None:
@@ -515,7 +561,7 @@ class Buffer:
         return self._memory_attrs()[1]
 
     @property
-    def is_managed(self):
+    def is_managed(self) -> bool:
         """bool: Whether this is CUDA managed (unified) memory."""
         require_open(self, self._closed, "Buffer")
         if self._mr is not None:
@@ -523,13 +569,13 @@ class Buffer:
         return self._memory_attrs()[3]
 
     @property
-    def is_mapped(self):
+    def is_mapped(self) -> bool:
         """bool: Whether this buffer was imported from another process via IPC."""
         extra = self._extra
         return extra is not None and extra.mapped
 
     @property
-    def ipc_descriptor(self):
+    def ipc_descriptor(self) -> IPCBufferDescriptor:
         """IPCBufferDescriptor: Describes this buffer for sharing with other processes.
 
         Raises

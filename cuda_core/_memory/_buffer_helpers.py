@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check, status_in
+from cuda_core._errors import check, shown_as, status_in
 from cuda_core._utils import as_address, as_int_handle, index_or_none
 
 __all__ = []
@@ -42,6 +42,7 @@ def _is_bindings_handle(obj):
     )
 
 
+@shown_as(OverflowError)
 class _FillValueRangeError(OverflowError, ValueError):
     """An int fill value outside [0, 256): an OverflowError (as upstream) and a ValueError."""
 

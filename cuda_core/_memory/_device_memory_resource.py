@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
@@ -14,6 +15,11 @@ from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._memory_resource import _DeviceMemory
 from cuda_core._memory._peer_access import PeerAccessibleBySetProxy, _set_peer_accessible_by
 from cuda_core._utils import check_or_create_options
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from cuda_core._device import Device
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
 
@@ -34,7 +40,7 @@ class DeviceMemoryResourceOptions:
     ipc_enabled: bool = False
     max_size: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_pool_options(self, "DeviceMemoryResourceOptions")
 
 
@@ -64,7 +70,11 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
     processes.
     """
 
-    def __init__(self, device_id, options=None):
+    def __init__(
+        self,
+        device_id: Device | int,
+        options: DeviceMemoryResourceOptions | dict[str, Any] | None = None,
+    ) -> None:
         dev_id = _slots.Device(device_id).device_id
         opts = check_or_create_options(
             DeviceMemoryResourceOptions, options, "DeviceMemoryResource options", keep_none=True
@@ -90,7 +100,9 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
             )
 
     @classmethod
-    def from_allocation_handle(cls, device_id, alloc_handle):
+    def from_allocation_handle(
+        cls, device_id: Device | int, alloc_handle: _ipc.IPCAllocationHandle | int
+    ) -> DeviceMemoryResource:
         """Map a pool exported by another process.
 
         Parameters
@@ -111,12 +123,12 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
         return _ipc.mempool_from_allocation_handle(cls, alloc_handle, dev_id)
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device ordinal."""
         return self._dev_id
 
     @property
-    def peer_accessible_by(self):
+    def peer_accessible_by(self) -> PeerAccessibleBySetProxy:
         """PeerAccessibleBySetProxy: Devices granted read-write access to this pool.
 
         A live, set-like view; assign any iterable of :class:`~cuda_core.Device`
@@ -127,7 +139,7 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
         return PeerAccessibleBySetProxy(self)
 
     @peer_accessible_by.setter
-    def peer_accessible_by(self, devices):
+    def peer_accessible_by(self, devices: Iterable[Device | int]) -> None:
         _set_peer_accessible_by(self, devices)
 
 

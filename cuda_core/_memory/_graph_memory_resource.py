@@ -14,7 +14,7 @@ import operator
 import threading
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check, shown_as
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory
 from cuda_core._stream import Stream
@@ -28,6 +28,7 @@ _SIZE_MAX = (1 << 64) - 1
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
+@shown_as(AttributeError)
 class _HighWatermarkError(AttributeError, ValueError):
     """A high watermark set to a value other than 0.
 

@@ -11,6 +11,8 @@ context instead (see :func:`_sync_before_free`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import cuda_core._slots as _slots
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
@@ -20,6 +22,12 @@ from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _S
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._utils import as_int_handle
 from cuda_core._utils import as_size as _as_size
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
 
 __all__ = ["LegacyPinnedMemoryResource", "_SynchronousMemoryResource"]
 
@@ -38,7 +46,7 @@ class _SynchronousAllocatorResource(MemoryResource):
     # A buffer whose recorded stream was closed is still freed (see _Release).
     _accepts_closed_stream = True
 
-    def allocate(self, size, stream=None):
+    def allocate(self, size: int, stream: Stream | GraphBuilder | None = None) -> Buffer:
         """Allocate ``size`` bytes (synchronously).
 
         :class:`LegacyPinnedMemoryResource` allocates pinned host memory,
@@ -64,7 +72,9 @@ class _SynchronousAllocatorResource(MemoryResource):
         check(self._c_alloc(out, size), f"{self._alloc_name}({size})")
         return Buffer._init(as_int_handle(out[0]), size, self, stream=s)
 
-    def deallocate(self, ptr, size, stream=None):
+    def deallocate(
+        self, ptr: DevicePointerType, size: int, stream: Stream | GraphBuilder | None = None
+    ) -> None:
         """Synchronize ``stream``, then free ``ptr`` (``cuMemFreeHost`` or ``cuMemFree``).
 
         When ``stream`` is closed or None, the context is synchronized
@@ -88,11 +98,11 @@ class LegacyPinnedMemoryResource(_SharedMemory, _SynchronousAllocatorResource):
     _alloc_name = "cuMemAllocHost"
     _free_name = "cuMemFreeHost"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<LegacyPinnedMemoryResource>"
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: -1; this memory belongs to no device."""
         return -1
 
@@ -108,14 +118,14 @@ class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):
     _alloc_name = "cuMemAlloc"
     _free_name = "cuMemFree"
 
-    def __init__(self, device_id):
+    def __init__(self, device_id: Device | int) -> None:
         self._device_id = _slots.Device(device_id).device_id
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<_SynchronousMemoryResource device_id={self._device_id}>"
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device ordinal."""
         return self._device_id
 

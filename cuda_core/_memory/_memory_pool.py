@@ -11,6 +11,8 @@ location (not owned).  Allocation is ``cuMemAllocFromPoolAsync`` and freeing
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
 from cuda_core._memory import _ipc
@@ -24,6 +26,14 @@ from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _OpenStream
 from cuda_core._utils import Closeable, as_int_handle, require_open
 from cuda_core._utils import as_size as _as_size
+
+if TYPE_CHECKING:
+    import uuid
+
+    from typing_extensions import Self
+
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
 
 __all__ = []
 
@@ -107,11 +117,11 @@ class _MemPool(MemoryResource, Closeable):
                 lib.cuMemPoolSetAttribute(self._pool, lib.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, value)
             )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._closed else f"pool={self._h:#x}"
         return f"<{type(self).__name__} device_id={self._dev_id} {state}>"
 
-    def close(self):
+    def close(self) -> None:
         """Close this resource: no further allocations.
 
         An owned pool (created with options, or imported) is destroyed with
@@ -140,7 +150,7 @@ class _MemPool(MemoryResource, Closeable):
         if state is not None:
             state.close()
 
-    def allocate(self, size, *, stream):
+    def allocate(self, size: int, *, stream: _Stream | GraphBuilder) -> Buffer:
         """Allocate ``size`` bytes, stream-ordered on ``stream``.
 
         Parameters
@@ -217,7 +227,9 @@ class _MemPool(MemoryResource, Closeable):
             raise TypeError("Cannot allocate from a mapped IPC-enabled memory resource")
         return _as_stream(stream), _as_size(size)
 
-    def deallocate(self, ptr, size, *, stream):
+    def deallocate(
+        self, ptr: DevicePointerType, size: int, *, stream: _Stream | GraphBuilder
+    ) -> None:
         """Free ``ptr`` (from :meth:`allocate`), stream-ordered on ``stream``.
 
         Works after :meth:`close` too.  Memory freed this way (rather than
@@ -236,7 +248,7 @@ class _MemPool(MemoryResource, Closeable):
             check(lib.cuMemFreeAsync(ptr, s._handle), "cuMemFreeAsync")
 
     @property
-    def attributes(self):
+    def attributes(self) -> _MemPoolAttributes:
         """_MemPoolAttributes: The pool's attributes, read live from the driver."""
         require_open(self, self._closed, type(self).__name__)
         if self._attributes is None:
@@ -244,27 +256,27 @@ class _MemPool(MemoryResource, Closeable):
         return self._attributes
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The ``CUmemoryPool`` handle (0 once closed)."""
         return 0 if self._closed else self._h
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return self._closed
 
     @property
-    def is_handle_owned(self):
+    def is_handle_owned(self) -> bool:
         """bool: Whether this resource owns (and destroys) its pool."""
         return self._owned and not self._closed
 
     @property
-    def is_ipc_enabled(self):
+    def is_ipc_enabled(self) -> bool:
         """bool: Whether the pool can be shared with other processes."""
         return self._ipc_data is not None
 
     @property
-    def is_mapped(self):
+    def is_mapped(self) -> bool:
         """bool: Whether this resource maps a pool imported from another process.
 
         A mapped resource cannot allocate; it only receives shared buffers.
@@ -272,12 +284,12 @@ class _MemPool(MemoryResource, Closeable):
         return self._ipc_data is not None and self._ipc_data.is_mapped
 
     @property
-    def uuid(self):
+    def uuid(self) -> uuid.UUID | None:
         """uuid.UUID or None: Identifies an IPC-enabled resource across processes."""
         return None if self._ipc_data is None else self._ipc_data.uuid
 
     @property
-    def allocation_handle(self):
+    def allocation_handle(self) -> _ipc.IPCAllocationHandle:
         """IPCAllocationHandle: Shareable handle of this pool (requires IPC).
 
         The handle is owned by this resource.
@@ -291,7 +303,7 @@ class _MemPool(MemoryResource, Closeable):
             raise RuntimeError("Memory resource is not IPC-enabled")
         return self._ipc_data.alloc_handle
 
-    def register(self, uuid):
+    def register(self, uuid: uuid.UUID) -> Self:
         """Register this mapped resource under ``uuid`` and return the registered one.
 
         If a resource is already registered with that key, it is returned.
@@ -302,7 +314,7 @@ class _MemPool(MemoryResource, Closeable):
         return type(self).from_registry, (self.uuid,)
 
     @classmethod
-    def from_registry(cls, uuid):
+    def from_registry(cls, uuid: uuid.UUID) -> Self:
         """Return the mapped resource registered under ``uuid``.
 
         Raises

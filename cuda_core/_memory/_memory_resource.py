@@ -4,6 +4,13 @@
 from __future__ import annotations
 
 import abc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
 
 __all__ = ["MemoryResource"]
 
@@ -22,7 +29,7 @@ class MemoryResource(abc.ABC):
     __slots__ = ("__weakref__",)
 
     @abc.abstractmethod
-    def allocate(self, size, *, stream):
+    def allocate(self, size: int, *, stream: Stream | GraphBuilder) -> Buffer:
         """Allocate a buffer of ``size`` bytes.
 
         Parameters
@@ -39,7 +46,9 @@ class MemoryResource(abc.ABC):
         """
 
     @abc.abstractmethod
-    def deallocate(self, ptr, size, *, stream):
+    def deallocate(
+        self, ptr: DevicePointerType, size: int, *, stream: Stream | GraphBuilder
+    ) -> None:
         """Free memory that :meth:`allocate` returned.
 
         Parameters
@@ -54,21 +63,21 @@ class MemoryResource(abc.ABC):
 
     @property
     @abc.abstractmethod
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
         """bool: Whether buffers from this resource are accessible from the GPU."""
 
     @property
     @abc.abstractmethod
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
         """bool: Whether buffers from this resource are accessible from the CPU."""
 
     @property
-    def is_managed(self):
+    def is_managed(self) -> bool:
         """bool: Whether buffers from this resource are managed memory (False)."""
         return False
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device this resource allocates on, or -1 (the default)."""
         return -1
 
@@ -79,12 +88,12 @@ class _DeviceMemory:
     __slots__ = ()
 
     @property
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
         """bool: True; devices can access the buffers."""
         return True
 
     @property
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
         """bool: False; buffers are not host-accessible."""
         return False
 
@@ -95,6 +104,6 @@ class _SharedMemory(_DeviceMemory):
     __slots__ = ()
 
     @property
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
         """bool: True; the host can access the buffers."""
         return True

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, check_allowing, status_in
@@ -40,7 +41,7 @@ class PinnedMemoryResourceOptions:
     max_size: int = 0
     numa_id: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_pool_options(self, "PinnedMemoryResourceOptions")
         if self.numa_id is not None:
             if isinstance(self.numa_id, bool) or not isinstance(self.numa_id, int):
@@ -78,7 +79,7 @@ class PinnedMemoryResource(_SharedMemory, _MemPool):
     placed on a host NUMA node (``CU_MEM_LOCATION_TYPE_HOST_NUMA``).
     """
 
-    def __init__(self, options=None):
+    def __init__(self, options: PinnedMemoryResourceOptions | dict[str, Any] | None = None) -> None:
         opts = check_or_create_options(
             PinnedMemoryResourceOptions, options, "PinnedMemoryResource options", keep_none=True
         )
@@ -109,7 +110,9 @@ class PinnedMemoryResource(_SharedMemory, _MemPool):
         _grant_device_access(self)
 
     @classmethod
-    def from_allocation_handle(cls, alloc_handle):
+    def from_allocation_handle(
+        cls, alloc_handle: _ipc.IPCAllocationHandle | int
+    ) -> PinnedMemoryResource:
         """Map a pinned pool exported by another process.
 
         Parameters
@@ -135,12 +138,12 @@ class PinnedMemoryResource(_SharedMemory, _MemPool):
         return mr
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: -1; pinned memory belongs to no device."""
         return -1
 
     @property
-    def numa_id(self):
+    def numa_id(self) -> int:
         """int: The host NUMA node of the pool, or -1 for OS-managed placement."""
         return self._numa_id
 

@@ -14,6 +14,7 @@ and disabling it) without re-instantiating.
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
@@ -41,6 +42,11 @@ from cuda_core.graph._node_params import (
     _memset_params,
     _require_event,
 )
+
+if TYPE_CHECKING:
+    from cuda_core._stream import Stream
+    from cuda_core.graph._graph_builder import GraphBuilder
+    from cuda_core.graph._graph_definition import GraphDefinition
 
 __all__ = [
     "ExecutableChildGraphNode",
@@ -123,7 +129,7 @@ class Graph(Closeable):
 
     __slots__ = ("_exec", "_h", "_acc", "_closed", "_finalizer", "__weakref__")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "directly constructing a Graph instance is not supported; use "
             "GraphBuilder.complete() or GraphDefinition.instantiate()"
@@ -144,12 +150,12 @@ class Graph(Closeable):
             return "<Graph (closed)>"
         return f"<Graph handle={self._h:#x}>"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Graph):
             return NotImplemented
         return self._h == other._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((Graph, self._h))
 
     def __getitem__(self, node):
@@ -185,7 +191,7 @@ class Graph(Closeable):
                 return view_cls._init(self, node)
         return ExecutableGraphNode._init(self, node)
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the executable graph (idempotent).
 
         Launches still in flight complete; what they use stays alive until
@@ -205,7 +211,7 @@ class Graph(Closeable):
             drain()
             check(status, "cuGraphExecDestroy")
 
-    def launch(self, stream):
+    def launch(self, stream: Stream | GraphBuilder) -> None:
         """Launch the graph on ``stream``.
 
         Parameters
@@ -225,7 +231,7 @@ class Graph(Closeable):
         stream = _as_open_stream(stream)
         check(lib.cuGraphLaunch(self._exec, stream._handle))
 
-    def upload(self, stream):
+    def upload(self, stream: Stream | GraphBuilder) -> None:
         """Upload the graph to the device on ``stream`` ahead of its first launch.
 
         Parameters
@@ -236,7 +242,7 @@ class Graph(Closeable):
         stream = _as_open_stream(stream)
         check(lib.cuGraphUpload(self._exec, stream._handle))
 
-    def update(self, source):
+    def update(self, source: GraphBuilder | GraphDefinition) -> None:
         """Update every node of this graph from ``source``, which must have the same topology.
 
         Parameters
@@ -291,13 +297,13 @@ class Graph(Closeable):
         self._acc.append(_Attachment(tuple(owners)))
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the underlying ``CUgraphExec``."""
         self._require_open()
         return self._h
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return self._closed
 
@@ -316,7 +322,7 @@ class ExecutableGraphNode:
 
     __slots__ = ("_graph", "_gnode")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("executable node views are obtained with graph[node]")
 
     @classmethod
@@ -329,12 +335,12 @@ class ExecutableGraphNode:
     def __repr__(self):
         return f"<{type(self).__name__} of {self._gnode!r} in {self._graph!r}>"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, ExecutableGraphNode):
             return NotImplemented
         return self._graph == other._graph and self._gnode == other._gnode
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self._graph, self._gnode))
 
     def _target(self):

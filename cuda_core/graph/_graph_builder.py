@@ -31,6 +31,7 @@ the stream-capture helpers in ``_capture``, the options in
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
@@ -58,6 +59,12 @@ from cuda_core.graph._capture import (
 from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_definition import GraphDefinition
 from cuda_core.graph._graph_options import _dot_print
+
+if TYPE_CHECKING:
+    import os
+
+    from cuda_core.graph._graph import Graph
+    from cuda_core.graph._graph_options import GraphCompleteOptions, GraphDebugPrintOptions
 
 __all__ = ["GraphBuilder"]
 
@@ -108,7 +115,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
         "__weakref__",
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
             "directly creating a GraphBuilder object can be ambiguous. Please either call "
             "Device.create_graph_builder() or stream.create_graph_builder()"
@@ -143,18 +150,18 @@ class GraphBuilder(_BuilderNodes, Closeable):
         self._finalizer = weakref.finalize(self, _finalize_builder, self._cell)
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         kind = ("primary", "forked", "conditional-body")[self._kind]
         state = ("not started", "building", "ended")[self._state]
         closed = " (closed)" if self._closed else ""
         return f"<GraphBuilder {kind} {state}{closed}>"
 
-    def __cuda_stream__(self):
+    def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)`` of the capturing stream (``__cuda_stream__`` protocol)."""
         self._require_open()
         return self._stream.__cuda_stream__()
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the graph builder (idempotent).
 
         A primary or conditional-body builder that is still building stops
@@ -197,7 +204,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
         if error is not None:
             raise error
 
-    def begin_building(self, mode="relaxed"):
+    def begin_building(self, mode: str = "relaxed") -> GraphBuilder:
         """Begin capturing work submitted to this builder.
 
         Parameters
@@ -249,7 +256,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
         self._cell.capturing = True
         return self
 
-    def end_building(self):
+    def end_building(self) -> GraphBuilder:
         """End capturing.
 
         Returns
@@ -293,7 +300,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
         self._close_forks()
         return self
 
-    def complete(self, options=None):
+    def complete(self, options: GraphCompleteOptions | dict[str, Any] | None = None) -> Graph:
         """Instantiate the captured graph as an executable :class:`~cuda_core.graph.Graph`.
 
         Parameters
@@ -315,7 +322,9 @@ class GraphBuilder(_BuilderNodes, Closeable):
         self._require_ended()
         return _instantiate(self._graph, options)
 
-    def debug_dot_print(self, path, options=None):
+    def debug_dot_print(
+        self, path: str | os.PathLike[str], options: GraphDebugPrintOptions | None = None
+    ) -> None:
         """Write the captured graph as a GraphViz DOT file.
 
         Parameters
@@ -334,7 +343,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
         self._require_ended()
         _dot_print(self._graph, path, options)
 
-    def split(self, count):
+    def split(self, count: int) -> tuple[GraphBuilder, ...]:
         """Fork this builder into ``count`` builders capturing into the same graph.
 
         The new builders start after the work captured so far; each captures
@@ -391,7 +400,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
         return tuple(result)
 
     @staticmethod
-    def join(*graph_builders):
+    def join(*graph_builders: GraphBuilder) -> GraphBuilder:
         """Join builders (from :meth:`split`) back into one.
 
         The result is the first builder that is not a forked one (or the
@@ -473,12 +482,12 @@ class GraphBuilder(_BuilderNodes, Closeable):
     # Properties.
     # ------------------------------------------------------------------
     @property
-    def stream(self):
+    def stream(self) -> Stream:
         """Stream or None: The stream this builder captures on (None once closed)."""
         return None if self._closed else self._stream
 
     @property
-    def is_building(self):
+    def is_building(self) -> bool:
         """bool: Whether the builder is currently capturing.
 
         Raises
@@ -501,12 +510,12 @@ class GraphBuilder(_BuilderNodes, Closeable):
         raise NotImplementedError(f"Unsupported capture status type received: {status}")
 
     @property
-    def is_join_required(self):
+    def is_join_required(self) -> bool:
         """bool: Whether this is a forked builder that must be joined before building ends."""
         return self._kind == _FORKED
 
     @property
-    def graph_definition(self):
+    def graph_definition(self) -> GraphDefinition:
         """GraphDefinition: A view of the graph this builder produces.
 
         Nodes added through the view become part of the graph (they appear

@@ -21,6 +21,7 @@ import threading
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import LibraryNotFoundError as _CoreLibraryNotFoundError
+from cuda_core._errors import shown_as
 from cuda_core._loader import load_nvml
 from cuda_core.system.exceptions import (
     FunctionNotFoundError,
@@ -50,6 +51,7 @@ _NOT_LOADED = lib.CC_LIB_NOT_LOADED
 _MISSING = lib.CC_MISSING_SYMBOL
 
 
+@shown_as(FunctionNotFoundError)
 class _MissingFunctionError(FunctionNotFoundError, RuntimeError):
     """The installed NVML does not export a function cuda_core calls."""
 
@@ -58,10 +60,8 @@ class _MissingFunctionError(FunctionNotFoundError, RuntimeError):
         self.function = function
         self.args = (f"function {function} is not found in the installed NVML",)
 
-    def __reduce__(self):
-        return (type(self), (self.function,))
 
-
+@shown_as(UninitializedError)
 class _ForkedChildError(UninitializedError):
     """NVML is used in a child created by fork() after the parent initialized it."""
 

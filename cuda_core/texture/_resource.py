@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._memory._buffer import Buffer
+from cuda_core._memory._release import claim_allocation
 from cuda_core._utils import index_or_none
 from cuda_core.texture._array import OpaqueArray
 from cuda_core.texture._base import ElementFormat
@@ -113,9 +114,9 @@ class ResourceDescriptor(ElementFormat):
         ----------
         buffer : Buffer
             Device-accessible memory whose address meets the device's
-            ``texture_alignment``.  Textures built from this descriptor keep
-            the Buffer object alive, but closing it frees the memory: a
-            launch with such a texture then raises RuntimeError.
+            ``texture_alignment``.  A texture built from this descriptor
+            keeps the memory allocated until the texture is closed, even if
+            the Buffer is closed first.
         format : ArrayFormatType, str or numpy.dtype
             The element format.
         num_channels : int
@@ -221,6 +222,7 @@ class ResourceDescriptor(ElementFormat):
         buf = self._source
         if buf.is_closed:
             raise RuntimeError("the ResourceDescriptor's Buffer is closed")
+        claim = _BufferClaim(claim_allocation(buf))
         if kind == _LINEAR:
             res.resType = lib.CU_RESOURCE_TYPE_LINEAR
             lin = res.res.linear
@@ -237,7 +239,7 @@ class ResourceDescriptor(ElementFormat):
             pitch.width = self._width
             pitch.height = self._height
             pitch.pitchInBytes = self._pitch_bytes
-        return None, buf
+        return claim, buf
 
     @property
     def kind(self):
@@ -288,3 +290,25 @@ def _as_int(name, value):
     if result is None:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     return result
+
+
+class _BufferClaim:
+    """A texture's claim on a Buffer's allocation, released like an array claim.
+
+    Wraps what :func:`~cuda_core._memory._release.claim_allocation` returns
+    (a claim to drop, or the owner of non-owned memory to keep referenced).
+    """
+
+    __slots__ = ("_claim",)
+    what = "Buffer allocation"
+
+    def __init__(self, claim):
+        self._claim = claim
+
+    def release(self):
+        """Give the claim up (once); return 0 (a failing free warns where it happens)."""
+        claim, self._claim = self._claim, None
+        drop = getattr(claim, "drop", None)
+        if drop is not None:
+            drop()
+        return 0

@@ -137,11 +137,8 @@ class TextureObject(BoundObject):
 
     @property
     def _karg(self):
-        """The handle as a kernel argument; RuntimeError if closed or its Buffer is."""
-        h = self._handle
-        if h and (self._buffer is None or not self._buffer._closed):
-            return h
-        return _closed_argument(self)
+        """The handle as a kernel argument; RuntimeError if closed."""
+        return self._handle or _closed_argument(self)
 
     @property
     def options(self):

@@ -197,6 +197,13 @@ class StridedMemoryView:
         stream_ptr : int, optional
             The consumer stream (``-1``: no ordering).  Required for CPU and
             CUDA-device exporters (BufferError otherwise).
+
+        Raises
+        ------
+        TypeError
+            If ``obj`` does not implement DLPack (also an AttributeError, as
+            in ``cuda.core``) or ``stream_ptr`` is not an int (also a
+            ValueError).
         """
         view = object.__new__(cls)
         _reset(view)
@@ -217,6 +224,13 @@ class StridedMemoryView:
         stream_ptr : int
             The consumer stream, made to wait for the producer's stream;
             ``-1`` opts out.  ``None`` raises BufferError (ambiguous).
+
+        Raises
+        ------
+        TypeError
+            If ``obj`` has no ``__cuda_array_interface__`` (also an
+            AttributeError, as in ``cuda.core``) or ``stream_ptr`` is not an
+            int (also a ValueError).
         """
         view = object.__new__(cls)
         _reset(view)

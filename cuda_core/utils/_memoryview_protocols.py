@@ -15,7 +15,7 @@ raises when ``dtype`` is read, not when the view is made.
 from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check, shown_as
 from cuda_core._memory import _dlpack
 from cuda_core._utils import as_int_handle
 from cuda_core.utils._memoryview_layout import (
@@ -37,6 +37,7 @@ _kDLCUDAManaged = int(_dlpack.DLDeviceType.kDLCUDAManaged)
 DLPACK_VERSION = (_dlpack.DLPACK_MAJOR_VERSION, _dlpack.DLPACK_MINOR_VERSION)
 
 
+@shown_as(BufferError)
 class _NoProtocolError(BufferError, RuntimeError):
     """The object supports none of the data-exchange protocols.
 
@@ -46,6 +47,31 @@ class _NoProtocolError(BufferError, RuntimeError):
 
     def __init__(self, message="the input object does not support any data exchange protocol"):
         super().__init__(message)
+
+
+@shown_as(TypeError)
+class _NoInterfaceError(TypeError, AttributeError):
+    """The object lacks the protocol asked for (``cuda.core`` raises the AttributeError)."""
+
+
+@shown_as(TypeError)
+class _StreamPtrError(TypeError, ValueError):
+    """A ``stream_ptr`` that is not a stream address (``cuda.core``: ValueError from int())."""
+
+
+def _stream_ptr(stream_ptr):
+    """Return ``stream_ptr`` (None, -1 or an address) as None or an int."""
+    if stream_ptr is None or stream_ptr.__class__ is int:
+        return stream_ptr
+    if not isinstance(stream_ptr, (str, bytes, bytearray, float, complex)):
+        try:
+            return int(stream_ptr)
+        except (TypeError, ValueError):
+            pass
+    raise _StreamPtrError(
+        "stream_ptr must be an int (the consumer stream's address, or -1 for no "
+        f"synchronization) or None, not {type(stream_ptr).__name__}"
+    )
 
 
 def _reset(view):
@@ -79,6 +105,13 @@ def _check_has_protocol(obj):
 # DLPack
 # --------------------------------------------------------------------------
 def _view_as_dlpack(view, obj, stream_ptr):
+    if not _has_dlpack(obj):
+        raise _NoInterfaceError(
+            f"{type(obj).__name__} does not support DLPack (it has no __dlpack__ and "
+            "__dlpack_device__ methods); pass an array that does, or use "
+            "StridedMemoryView.from_any_interface"
+        )
+    stream_ptr = _stream_ptr(stream_ptr)
     dl_type, device_id = obj.__dlpack_device__()
     is_device_accessible = False
     if dl_type == _kDLCPU:
@@ -95,7 +128,7 @@ def _view_as_dlpack(view, obj, stream_ptr):
         is_device_accessible = True
     else:
         raise BufferError("device not supported")
-    stream = int(stream_ptr) if stream_ptr else None
+    stream = stream_ptr or None
     try:
         capsule = obj.__dlpack__(stream=stream, max_version=DLPACK_VERSION)
     except TypeError:
@@ -173,6 +206,13 @@ def _interface_layout(data):
 
 
 def _view_as_cai(view, obj, stream_ptr):
+    if not hasattr(obj, "__cuda_array_interface__"):
+        raise _NoInterfaceError(
+            f"{type(obj).__name__} does not support the CUDA Array Interface (it has no "
+            "__cuda_array_interface__); pass an array that does, or use "
+            "StridedMemoryView.from_any_interface"
+        )
+    stream_ptr = _stream_ptr(stream_ptr)
     cai = _interface_dict(obj.__cuda_array_interface__)
     if cai["version"] < 3:
         raise BufferError("only CUDA Array Interface v3 or above is supported")
@@ -191,7 +231,6 @@ def _view_as_cai(view, obj, stream_ptr):
         )
     else:
         check(lib.cuCtxGetDevice(out), "cuCtxGetDevice")
-    stream_ptr = int(stream_ptr)
     if stream_ptr != -1:
         producer = cai.get("stream")
         if producer is not None:

@@ -744,7 +744,9 @@ def from_handle_verdict(ptr, size, mr=None, owner=None, stream=None):
     from cuda_core import MemoryResource
 
     verdicts = []
-    if ptr is None or _is_cdata(ptr):
+    if ptr is None:
+        verdicts.append(INVALID)  # cuda.core's int(ptr) refuses None
+    elif _is_cdata(ptr):
         verdicts.append(VALID)
     elif isinstance(ptr, (bool, np.bool_)):
         verdicts.append(EITHER)

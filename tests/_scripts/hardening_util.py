@@ -24,6 +24,7 @@ __all__ = [
     "emit",
     "from_host",
     "outcome",
+    "package_root",
     "rss_bytes",
     "run_script",
     "run_scripts",
@@ -114,9 +115,21 @@ def from_host(array, buf, stream):
         stream.sync()
 
 
+def package_root():
+    """The directory holding the ``cuda_core`` under test.
+
+    This checkout when the tests run against it, site-packages when they run
+    against an installed wheel: a subprocess that puts it first on
+    PYTHONPATH imports the same copy as the test process.
+    """
+    import cuda_core
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(cuda_core.__file__)))
+
+
 def script_env():
-    """The environment for a script: this checkout first on PYTHONPATH."""
-    parts = [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    """The environment for a script: the ``cuda_core`` under test first on PYTHONPATH."""
+    parts = [package_root()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return dict(os.environ, PYTHONPATH=os.pathsep.join(parts), PYTHONUNBUFFERED="1")
 
 
