@@ -27,6 +27,7 @@ from cuda_core._errors import (
     status_in,
 )
 from cuda_core._utils import (
+    Closeable,
     as_int_handle,
     check_or_create_options,
     handle_finalizer,
@@ -36,8 +37,6 @@ from cuda_core._utils import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from cuda_core._context import Context
     from cuda_core._device import Device
 
@@ -124,7 +123,7 @@ class _ElapsedTimeError(CUDAError, RuntimeError):
     """``Event - Event`` failed; also a RuntimeError, as upstream raises."""
 
 
-class Event:
+class Event(Closeable):
     """A marker in a stream's sequence of work.
 
     Events tell when the work recorded before them has finished
@@ -166,17 +165,6 @@ class Event:
     def _h(self):
         """The ``CUevent`` as an int (equality, hashing, :attr:`handle`)."""
         return as_int_handle(self._handle)
-
-    def __enter__(self) -> Event:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __sub__(self, other: Event) -> float:
         """Return the GPU time in milliseconds from ``other`` to ``self``.

@@ -34,6 +34,7 @@ from cuda_core._stream_options import (
 )
 from cuda_core._stream_protocol import _stream_address
 from cuda_core._utils import (
+    Closeable,
     as_int_handle,
     check_or_create_options,
     handle_finalizer,
@@ -44,8 +45,6 @@ from cuda_core._utils import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from cuda_core._context import Context
     from cuda_core._device import Device
     from cuda_core._device_resources import DeviceResources
@@ -72,7 +71,7 @@ _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
 _MAX_DEFAULT_HANDLE = 2  # CU_STREAM_LEGACY is 1, CU_STREAM_PER_THREAD is 2
 
 
-class Stream:
+class Stream(Closeable):
     """An ordered queue of GPU work.
 
     Work submitted to one stream runs in submission order; work in different
@@ -152,17 +151,6 @@ class Stream:
             return cls._new(obj._handle, _BORROWED, owner=obj, ctx=obj._ctx)
         address = _stream_address(obj)
         return cls._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
