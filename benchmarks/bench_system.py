@@ -8,7 +8,11 @@ same NVML call made from a C loop ("C floor", ``cc_bench_nvml_*_loop``, built
 into the extension only with ``CUDA_CORE_BUILD_BENCH=1``; otherwise that row
 is left out) shows the cost of NVML itself.  Without NVML or a GPU the script says so and exits 0.
 
-Run: ``python benchmarks/bench_system.py``
+Run: ``python benchmarks/bench_system.py``.  Without a GPU, the stand-in NVML
+of the tests times cuda_core's own share of each call (the C floor is then
+near zero): ``cc -O2 -shared -fPIC -o /tmp/libfake_nvml.so
+tests/_scripts/fake_nvml.c`` and run with
+``CUDA_CORE_NVML_PATH=/tmp/libfake_nvml.so``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ library; each library is found and loaded at its first use (see
 from __future__ import annotations
 
 import sys as _sys
+import types as _types
 
 
 def _extension_missing() -> ModuleNotFoundError:
@@ -155,12 +156,12 @@ __all__ = [
 ]
 
 
-def _import_subpackage(name):
+def _import_subpackage(name: str) -> _types.ModuleType:
     __import__(f"cuda_core.{name}")
     return _sys.modules[f"cuda_core.{name}"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> _types.ModuleType:
     if name in _LAZY_SUBPACKAGES:
         return _import_subpackage(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -169,5 +170,5 @@ def __getattr__(name):
 _slots.import_subpackage = _import_subpackage
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()).union(_LAZY_SUBPACKAGES))

@@ -14,6 +14,9 @@ when it is needed.
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import Any, Callable
+
 __all__ = []
 
 #: :class:`cuda_core.Device`; set by ``cuda_core._device``.
@@ -27,10 +30,10 @@ StridedMemoryView = None
 
 #: ``import_subpackage(name)`` imports ``cuda_core.<name>``; set by the
 #: package face (``cuda_core/__init__.py``).
-import_subpackage = None
+import_subpackage: Callable[[str], ModuleType] | None = None
 
 
-def graph_builder():
+def graph_builder() -> Any:
     """Return :class:`cuda_core.graph.GraphBuilder`, importing ``cuda_core.graph`` if needed.
 
     None only when that import is not possible (a partial import of cuda_core).

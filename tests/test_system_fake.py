@@ -47,6 +47,7 @@ def raised(entry, name):
 def test_versions_and_counts(fake_result):
     r = fake_result
     assert r["initialized_at_import"] is False
+    assert ok(r["count_first"]) == 2 and r["initialized_after_count"] is True
     assert ok(r["kmd"]) == [580, 65, 6]
     assert ok(r["nvml_version"]) == [13, 580, 65, 6]
     assert ok(r["umd"]) == [13, 0]
@@ -152,7 +153,24 @@ def test_fork_child_gets_a_clear_error(fake_result):
     r = fake_result
     child = r["child"]
     assert r["child_exit"] == 0 and child is not None and "crash" not in child, child
-    for what in ("count", "device", "new_device"):
+    for what in ("count", "count_cm", "device", "memory", "temperature", "new_device"):
         message = raised(child[what], "UninitializedError")
         assert "fork()" in message and "spawn" in message, (what, message)
     assert ok(r["parent_after_fork"]) == "Fake GPU 0 \u00b5"
+
+
+def test_hot_reads_raise_nvml_errors(fake_result):
+    r = fake_result
+    expected = {15: "GpuIsLostError", 999: "UnknownError", 3: "NotSupportedError"}
+    for status, name in expected.items():
+        for what, entry in r[f"hot_fail_{status}"].items():
+            raised(entry, name)
+            assert entry["type"] == name, (status, what, entry)
+
+
+def test_hot_reads_values(fake_result):
+    r = fake_result
+    assert [ok(t) for t in r["temperature_cold"]] == [-41, -40]
+    assert r["temperature_same_object"] is True
+    # used is 1 GiB + the device's index: each MemoryInfo kept its own read.
+    assert r["memory_is_snapshot"] == [1 << 30, (1 << 30) + 1, True]

@@ -89,3 +89,12 @@ int cc_pyerr_take(long long token);
 void *cc_use_c_locale(void);
 void cc_restore_locale(void *saved);
 void cc_nvml_forget(void);
+
+/* Hot NVML reads (nvml.c), one extension call each.  The two returning long
+   long give the value read, or CC_NVML_FAILED - status when NVML fails (every
+   value they read lies in [-2^31, 2^32), so no value is mistaken for a
+   failure); cc_nvml_memory_info sets the struct's version word itself. */
+#define CC_NVML_FAILED -4294967296
+long long cc_nvml_device_count(void);
+long long cc_nvml_gpu_temperature(nvmlDevice_t device);
+int cc_nvml_memory_info(nvmlDevice_t device, nvmlMemory_v2_t *memory);

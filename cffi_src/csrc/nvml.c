@@ -40,3 +40,30 @@ void cc_restore_locale(void *saved) {
 void cc_nvml_forget(void) {
     cc_forget_nvml();
 }
+
+/* The hot reads of cuda_core.system (Device.memory_info,
+   Temperature.get_sensor, get_num_devices): NVML's call and its out-parameter
+   in one extension call, so Python allocates nothing for them.  A failure
+   comes back as CC_NVML_FAILED - status; the Python error layer decodes it.
+   An NVML that is not loaded (or was forgotten after fork()) answers through
+   the wrappers' usual CC_LIB_NOT_LOADED / CC_MISSING_SYMBOL. */
+long long cc_nvml_device_count(void) {
+    unsigned int n = 0;
+    int r = (int)nvmlDeviceGetCount_v2(&n);
+    return r == 0 ? (long long)n : CC_NVML_FAILED - (long long)r;
+}
+
+long long cc_nvml_gpu_temperature(nvmlDevice_t device) {
+    nvmlTemperature_t t;
+    int r;
+    t.version = (unsigned int)sizeof(nvmlTemperature_t) | (1u << 24);
+    t.sensorType = (nvmlTemperatureSensors_t)0; /* NVML_TEMPERATURE_GPU */
+    t.temperature = 0;
+    r = (int)nvmlDeviceGetTemperatureV(device, &t);
+    return r == 0 ? (long long)t.temperature : CC_NVML_FAILED - (long long)r;
+}
+
+int cc_nvml_memory_info(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+    memory->version = (unsigned int)sizeof(nvmlMemory_v2_t) | (2u << 24);
+    return (int)nvmlDeviceGetMemoryInfo_v2(device, memory);
+}

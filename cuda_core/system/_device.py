@@ -11,6 +11,7 @@ returning a placeholder; the few exceptions are noted on each property.
 from __future__ import annotations
 
 import os
+import threading
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
@@ -39,6 +40,7 @@ from cuda_core.system._device_sensors import (
 from cuda_core.system._enums import bits_to_members, from_nvml, to_nvml
 from cuda_core.system._links import NvlinkInfo
 from cuda_core.system._nvml import (
+    READ_FAILED,
     check,
     initialize,
     out_result,
@@ -81,7 +83,8 @@ _BRANDS = {
 
 
 _PSTATE_UNKNOWN = 32
-_MEMORY_VERSION = struct_version("nvmlMemory_v2_t", 2)
+_tls = threading.local()  # per-thread out-structs of the hot reads
+_new_object = object.__new__
 _PCI_VERSION = struct_version("nvmlPciInfoExt_v1_t", 1)
 _COOLER_VERSION = struct_version("nvmlCoolerInfo_v1_t", 1)
 _REPAIR_VERSION = struct_version("nvmlRepairStatus_v1_t", 1)
@@ -148,7 +151,10 @@ class Device:
     @classmethod
     def get_device_count(cls):
         """Return the number of GPUs NVML sees (all of them, whatever CUDA_VISIBLE_DEVICES)."""
-        initialize()
+        n = lib.cc_nvml_device_count()
+        if n > READ_FAILED:
+            return n
+        initialize()  # not initialized yet (or a failure): initialize, then ask again
         return out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
 
     @classmethod
@@ -430,7 +436,11 @@ class Device:
     @property
     def temperature(self):
         """Temperature: The device's temperatures."""
-        return Temperature(self._h)
+        try:
+            return self._temperature  # stateless (it holds only the handle): made once
+        except AttributeError:
+            t = self._temperature = Temperature(self._h)
+            return t
 
     # --- memory, PCI, use -----------------------------------------------
 
@@ -468,10 +478,19 @@ class Device:
     @property
     def memory_info(self):
         """MemoryInfo: Device memory, in bytes."""
-        info = ffi.new("nvmlMemory_v2_t *")
-        info.version = _MEMORY_VERSION
-        check(lib.nvmlDeviceGetMemoryInfo_v2(self._h, info))
-        return MemoryInfo(info)
+        try:
+            info = _tls.memory  # this thread's nvmlMemory_v2_t, reused
+        except AttributeError:
+            info = _tls.memory = ffi.new("nvmlMemory_v2_t *")
+        status = lib.cc_nvml_memory_info(self._h, info)  # sets info.version too
+        if status:
+            check(status)
+        m = _new_object(MemoryInfo)  # MemoryInfo(info), without the __init__ call
+        m._total = info.total
+        m._reserved = info.reserved
+        m._free = info.free
+        m._used = info.used
+        return m
 
     @property
     def pci_info(self):

@@ -4,7 +4,8 @@ attributes, processes, performance states, MIG and infoROM views.
 
 These are returned, never constructed by users.  The snapshot classes
 (:class:`MemoryInfo`, :class:`PciInfo`'s static fields, :class:`Utilization`,
-...) hold the struct NVML filled when the property was read; the views
+...) hold what NVML filled when the property was read (the struct itself,
+or for :class:`MemoryInfo` its four numbers); the views
 (:class:`MigInfo`, :class:`InforomInfo`, the PCI link figures) ask NVML on
 every attribute read.
 """
@@ -38,12 +39,19 @@ device_from_handle = []
 
 
 class MemoryInfo:
-    """Device memory in bytes: ``total``, ``free``, ``used`` and ``reserved``."""
+    """Device memory in bytes: ``total``, ``free``, ``used`` and ``reserved``.
 
-    __slots__ = ("_s",)
+    A snapshot of four numbers, copied out of the struct NVML filled (which
+    ``Device.memory_info`` reuses, one per thread).
+    """
+
+    __slots__ = ("_total", "_reserved", "_free", "_used")
 
     def __init__(self, struct):
-        self._s = struct
+        self._total = struct.total
+        self._reserved = struct.reserved
+        self._free = struct.free
+        self._used = struct.used
 
     def __repr__(self):
         return f"<{type(self).__name__} total={self.total} free={self.free} used={self.used}>"
@@ -51,22 +59,22 @@ class MemoryInfo:
     @property
     def free(self):
         """int: Unallocated memory, in bytes."""
-        return self._s.free
+        return self._free
 
     @property
     def total(self):
         """int: Installed memory, in bytes."""
-        return self._s.total
+        return self._total
 
     @property
     def used(self):
         """int: Allocated memory, in bytes."""
-        return self._s.used
+        return self._used
 
     @property
     def reserved(self):
         """int: Memory reserved by the system, in bytes."""
-        return self._s.reserved
+        return self._reserved
 
 
 class BAR1MemoryInfo(MemoryInfo):

@@ -14,7 +14,14 @@ import warnings
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.system._enums import bits_to_members, from_nvml, to_nvml
-from cuda_core.system._nvml import CArrayView, check, out_result, struct_version
+from cuda_core.system._nvml import (
+    READ_FAILED,
+    CArrayView,
+    check,
+    out_result,
+    raise_read_failure,
+    struct_version,
+)
 from cuda_core.system.typing import (
     ClockId,
     ClockType,
@@ -51,7 +58,6 @@ _TLIMIT_THRESHOLDS = frozenset(
 )
 _CLOCK_OFFSET_VERSION = struct_version("nvmlClockOffset_v1_t", 1)
 _FAN_SPEED_VERSION = struct_version("nvmlFanSpeedInfo_v1_t", 1)
-_TEMPERATURE_VERSION = struct_version("nvmlTemperature_v1_t", 1)
 _MARGIN_VERSION = struct_version("nvmlMarginTemperature_v1_t", 1)
 
 
@@ -206,11 +212,11 @@ class Temperature:
 
     def get_sensor(self):
         """Return the GPU core temperature, in °C."""
-        info = ffi.new("nvmlTemperature_t *")
-        info.version = _TEMPERATURE_VERSION
-        info.sensorType = 0  # NVML_TEMPERATURE_GPU
-        check(lib.nvmlDeviceGetTemperatureV(self._h, info))
-        return info.temperature
+        # nvmlDeviceGetTemperatureV for NVML_TEMPERATURE_GPU, struct and all in C
+        value = lib.cc_nvml_gpu_temperature(self._h)
+        if value > READ_FAILED:
+            return value
+        raise_read_failure(value)
 
     def get_threshold(self, threshold_type):
         """Return the temperature threshold ``threshold_type``, in °C.

@@ -31,10 +31,12 @@ from cuda_core.system.exceptions import (
 )
 
 __all__ = [
+    "READ_FAILED",
     "check",
     "initialize",
     "is_initialized",
     "out_result",
+    "raise_read_failure",
     "string_result",
     "struct_version",
     "two_call",
@@ -49,6 +51,10 @@ _atexit_registered = []
 _INSUFFICIENT_SIZE = 7  # NVML_ERROR_INSUFFICIENT_SIZE
 _NOT_LOADED = lib.CC_LIB_NOT_LOADED
 _MISSING = lib.CC_MISSING_SYMBOL
+
+#: A hot read (``lib.cc_nvml_device_count`` and the like) failed when the value
+#: it returns is not above this; the value is then ``READ_FAILED - status``.
+READ_FAILED = lib.CC_NVML_FAILED
 
 
 @shown_as(FunctionNotFoundError)
@@ -88,6 +94,11 @@ def check(status):
     raise _error_for(status)
 
 
+def raise_read_failure(value):
+    """Raise the exception for a hot read that returned ``value`` (``<= READ_FAILED``)."""
+    check(READ_FAILED - value)
+
+
 def is_initialized():
     """Return True when NVML is initialized in this process."""
     return _state[0] == _INITIALIZED and _state[1] == os.getpid()
@@ -125,17 +136,32 @@ def initialize():
             atexit.register(_shutdown)
 
 
+_out_types = {}
+
+
+def _out_type(ctype):
+    try:
+        return _out_types[ctype]
+    except KeyError:
+        t = _out_types[ctype] = ffi.typeof(ctype + " *")
+        return t
+
+
 def string_result(fn, *args, size):
     """Call ``fn(*args, buf, size)`` and return the NUL-terminated text, decoded."""
     buf = ffi.new("char[]", size)
-    check(fn(*args, buf, size))
+    status = fn(*args, buf, size)
+    if status:
+        check(status)
     return ffi.string(buf).decode()
 
 
 def out_result(ctype, fn, *args):
     """Call ``fn(*args, out)`` with ``out = ffi.new(ctype + " *")``; return ``out[0]``."""
-    out = ffi.new(ctype + " *")
-    check(fn(*args, out))
+    out = ffi.new(_out_type(ctype))
+    status = fn(*args, out)
+    if status:
+        check(status)
     return out[0]
 
 

@@ -90,6 +90,14 @@ def get_num_devices():
     NVML counts every GPU, whatever ``CUDA_VISIBLE_DEVICES`` says; where NVML
     cannot be loaded the CUDA driver counts (and does honour it).
     """
+    n = lib.cc_nvml_device_count()
+    if n > _nvml.READ_FAILED:
+        return n
+    # Not loaded or initialized yet (or a failure): initialize, then ask again.
+    return _count_devices()
+
+
+def _count_devices():
     try:
         _nvml.initialize()
     except LibraryNotFoundError as exc:

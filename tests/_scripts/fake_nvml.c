@@ -15,6 +15,10 @@ typedef void *nvmlEventSet_t;
 #define V(type_size, v) ((unsigned int)(type_size) | ((unsigned int)(v) << 24))
 
 int fake_nvml_inits, fake_nvml_shutdowns, fake_nvml_event_sets_freed;
+/* Set by the test script: a status that the count, memory and temperature
+   reads return instead of their answer (0: answer), and GPU 0's temperature. */
+int fake_nvml_fail_status;
+int fake_nvml_temperature = 40;
 static char fake_set_storage[4];
 
 static int dev_index(nvmlDevice_t d) {
@@ -57,7 +61,11 @@ nvmlReturn_t nvmlSystemGetDriverBranch(branch_t *info, unsigned int n) {
     return 0;
 }
 
-nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) { *count = 2; return 0; }
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
+    if (fake_nvml_fail_status) return fake_nvml_fail_status;
+    *count = 2;
+    return 0;
+}
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) {
     if (i >= 2) return 2;
@@ -129,6 +137,7 @@ typedef struct {
 } mem_v2_t;
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, mem_v2_t *m) {
     if (m->version != V(sizeof(mem_v2_t), 2)) return 25;
+    if (fake_nvml_fail_status) return fake_nvml_fail_status;
     m->total = 80ULL << 30;
     m->reserved = 512ULL << 20;
     m->used = (1ULL << 30) + (unsigned long long)dev_index(d);
@@ -139,7 +148,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, mem_v2_t *m) {
 typedef struct { unsigned int version; int sensorType; int temperature; } temp_t;
 nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t d, temp_t *t) {
     if (t->version != V(sizeof(temp_t), 1) || t->sensorType != 0) return 25;
-    t->temperature = 40 + dev_index(d);
+    if (fake_nvml_fail_status) return fake_nvml_fail_status;
+    t->temperature = fake_nvml_temperature + dev_index(d);
     return 0;
 }
 

@@ -39,10 +39,21 @@ def _plain(x):
     return x
 
 
+def _memory_snapshot(device):
+    """Two reads from one thread (one reused struct) keep their own numbers."""
+    first = device.memory_info
+    other = system.Device(index=1).memory_info
+    return [first.used, other.used, first.total == other.total]
+
+
 def main():
     fake = ctypes.CDLL(sys.argv[1])
     r = {}
     r["initialized_at_import"] = _nvml.is_initialized()
+    # The first NVML call of the process: the count reads NVML before any
+    # initialize(), so this checks that its way back through initialize() works.
+    r["count_first"] = value(system.get_num_devices)
+    r["initialized_after_count"] = _nvml.is_initialized()
     r["kmd"] = value(system.get_kernel_mode_driver_version)
     r["nvml_version"] = value(system.get_nvml_version)
     r["umd"] = value(system.get_user_mode_driver_version)
@@ -70,6 +81,23 @@ def main():
     m = d1.memory_info
     r["memory"] = {"total": m.total, "used": m.used, "free": m.free, "reserved": m.reserved}
     r["temperature"] = [value(d.temperature.get_sensor) for d in (d0, d1)]
+    r["temperature_same_object"] = d0.temperature is d0.temperature
+    # The hot reads (count, memory, temperature) when NVML fails, and below 0 °C.
+    fail = ctypes.c_int.in_dll(fake, "fake_nvml_fail_status")
+    for status in (15, 999, 3):
+        fail.value = status
+        r[f"hot_fail_{status}"] = {
+            "count": outcome(system.get_num_devices),
+            "count_cm": outcome(system.Device.get_device_count),
+            "memory": outcome(lambda: d0.memory_info),
+            "temperature": outcome(d0.temperature.get_sensor),
+        }
+    fail.value = 0
+    cold = ctypes.c_int.in_dll(fake, "fake_nvml_temperature")
+    cold.value = -41
+    r["temperature_cold"] = [value(d.temperature.get_sensor) for d in (d0, d1)]
+    cold.value = 40
+    r["memory_is_snapshot"] = _memory_snapshot(d0)
     r["pci_bus_id"] = [value(lambda d=d: d.pci_bus_id) for d in (d0, d1)]
     pci = d0.pci_info
     r["pci_ids"] = [pci.vendor_id, pci.device_id, pci.bus, pci.domain]
@@ -142,7 +170,10 @@ def main():
         try:
             child = {
                 "count": outcome(system.get_num_devices),
+                "count_cm": outcome(system.Device.get_device_count),
                 "device": outcome(lambda: d0.name),
+                "memory": outcome(lambda: d0.memory_info),
+                "temperature": outcome(d0.temperature.get_sensor),
                 "new_device": outcome(lambda: system.Device(index=0)),
             }
         except BaseException as exc:  # noqa: BLE001
