@@ -6,18 +6,11 @@ Events are created by :meth:`Device.create_event
 <cuda_core.Stream.record>`.  An event owns its ``CUevent``: :meth:`Event.close`
 (or leaving a ``with`` block) destroys it; a garbage-collection finalizer is
 only the safety net and reports failures as :class:`~cuda_core.CUDAWarning`.
-
-An event that graph nodes record or wait for is shared: :func:`claim_event`
-gives each node version a claim on the ``CUevent`` and moves the Event to a
-third open twin whose ``close()`` drops only the Event's own claim, so the
-``CUevent`` is destroyed when the last of the Event and those nodes lets go.
-Events no graph uses keep the plain twins and their hot paths.
+An event that graph nodes use is shared instead (see ``_event_share``).
 """
 
 from __future__ import annotations
 
-import sys
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +23,11 @@ from cuda_core._errors import (
     check_allowing,
     destroy_or_warn,
     driver_error,
-    in_forked_child,
     shown_as,
     status_in,
-    warn_cuda,
 )
 from cuda_core._utils import (
+    Closeable,
     as_int_handle,
     check_or_create_options,
     handle_finalizer,
@@ -45,8 +37,6 @@ from cuda_core._utils import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from cuda_core._context import Context
     from cuda_core._device import Device
 
@@ -133,7 +123,7 @@ class _ElapsedTimeError(CUDAError, RuntimeError):
     """``Event - Event`` failed; also a RuntimeError, as upstream raises."""
 
 
-class Event:
+class Event(Closeable):
     """A marker in a stream's sequence of work.
 
     Events tell when the work recorded before them has finished
@@ -175,17 +165,6 @@ class Event:
     def _h(self):
         """The ``CUevent`` as an int (equality, hashing, :attr:`handle`)."""
         return as_int_handle(self._handle)
-
-    def __enter__(self) -> Event:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __sub__(self, other: Event) -> float:
         """Return the GPU time in milliseconds from ``other`` to ``self``.
@@ -453,101 +432,8 @@ class IPCEventDescriptor:
         return f"<IPCEventDescriptor {self._reserved[:8].hex()}... blocking_sync={self._blocking}>"
 
 
-# --------------------------------------------------------------------------
-# Private helpers.
-# --------------------------------------------------------------------------
 #: Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
 _destroy_event = destroy_or_warn(lib.cuEventDestroy, "cuEventDestroy (Event finalizer)")
-
-
-class _EventShare:
-    """A ``CUevent`` used by graph nodes as well as by its Event: counts the claims.
-
-    The last claim to go destroys the event (see the module docstring).
-    """
-
-    __slots__ = ("handle", "claims")
-
-    def __init__(self, c_event):
-        self.handle = c_event
-        self.claims = 1  # the Event's
-
-    def drop(self, raise_errors):
-        """Drop one claim; destroy the event with the last (raise or warn on failure)."""
-        with _share_lock:
-            self.claims -= 1
-            if self.claims:
-                return
-        if in_forked_child() or sys.is_finalizing():
-            return
-        status = lib.cuEventDestroy(self.handle)
-        if not status:
-            return
-        if raise_errors:
-            check(status)
-        warn_cuda("cuEventDestroy (last graph use of an Event)", status)
-
-
-class _EventClaim:
-    """A graph node's claim on an Event's ``CUevent`` (from :func:`claim_event`)."""
-
-    __slots__ = ("_share",)
-
-    def __init__(self, share):
-        self._share = share
-
-    def drop(self):
-        """Give the claim up (idempotent; a failing destroy warns)."""
-        share, self._share = self._share, None
-        if share is not None:
-            share.drop(raise_errors=False)
-
-    def clone(self):
-        """Return a new claim on the same ``CUevent`` (for a new node version that keeps it)."""
-        share = self._share
-        with _share_lock:
-            share.claims += 1
-        return _EventClaim(share)
-
-    def __del__(self):
-        if self._share is not None:
-            self.drop()
-
-
-def claim_event(event):
-    """Return a claim that keeps the ``CUevent`` of open Event ``event`` alive for a graph node."""
-    with _share_lock:
-        share = getattr(event, "_share", None)
-        if share is None:
-            share = event._share = _EventShare(event._handle)
-            plain = type(event)._plain
-            event.__class__ = (
-                _OpenSharedEvent
-                if plain is Event
-                else open_class(plain, _shared_event_finalizer, variant="shared")
-            )
-        share.claims += 1
-    return _EventClaim(share)
-
-
-def _shared_event_close(self):
-    """close() of a shared event: drop the Event's claim (see the module docstring)."""
-    if self._closed:
-        return
-    self._closed = True
-    self.__class__ = type(self)._plain
-    self._share.drop(raise_errors=True)
-
-
-def _shared_event_finalizer(self):
-    """``__del__`` of shared events: drop the Event's claim if it was never closed."""
-    try:
-        closed = self._closed
-    except AttributeError:  # never filled in
-        return
-    if not closed:
-        self._closed = True
-        self._share.drop(raise_errors=False)
 
 
 def _event_from_ipc(descriptor):
@@ -556,7 +442,7 @@ def _event_from_ipc(descriptor):
 
 
 #: ``__del__`` of open events: _destroy_event is looked up at call time.
-_event_finalizer = handle_finalizer(lambda c_event: _destroy_event(c_event))
+_event_finalizer = handle_finalizer(lambda event: _destroy_event(event._handle))
 
 
 #: close() and sync() of the open twins: no closed check (see open_class).
@@ -567,11 +453,6 @@ _OpenEvent = open_class(Event, _event_finalizer, **_OPEN_EVENT_METHODS)
 #: The class of open IPC-enabled events, a second twin: ``type(e) is
 #: _OpenEvent`` then also says "not IPC" (Stream.record's hot path).
 _OpenIpcEvent = open_class(Event, _event_finalizer, variant="ipc", **_OPEN_EVENT_METHODS)
-#: The class of open events that graph nodes use too (see :func:`claim_event`).
-_OpenSharedEvent = open_class(
-    Event, _shared_event_finalizer, variant="shared", close=_shared_event_close
-)
-_share_lock = threading.Lock()
 
 
 def _new_event(cls, options, ctx, bound):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._memory import Buffer, MemoryResource
+from cuda_core._memory._memory_resource import _DeviceMemory
 from cuda_core._stream import _as_open_stream
 from cuda_core._utils import as_int_handle
 
@@ -145,13 +146,15 @@ class GraphicsResource:
         Returns
         -------
         GraphicsResource
+            The registration; :meth:`map` it to reach the image's storage.
 
         Raises
         ------
         ValueError
-            For an unknown flag.
+            For an unknown flag (as :meth:`from_gl_buffer`).
         CUDAError
-            If registration fails.
+            If registration fails (e.g. ``target`` does not match the GL
+            object, or no GL context is current).
         """
         c_image = _as_gl_name(image, "image")
         c_target = _as_gl_name(target, "target")
@@ -275,7 +278,7 @@ class GraphicsResource:
         return self._closed
 
 
-class _MappedGraphics(MemoryResource):
+class _MappedGraphics(_DeviceMemory, MemoryResource):
     """The "memory resource" of a mapped GraphicsResource's Buffer: freeing it unmaps."""
 
     def __init__(self, resource):
@@ -292,14 +295,6 @@ class _MappedGraphics(MemoryResource):
         res = ffi.new("CUgraphicsResource *", resource._handle)
         c_stream = ffi.NULL if stream is None else _as_open_stream(stream)._handle
         check(lib.cuGraphicsUnmapResources(1, res, c_stream), "cuGraphicsUnmapResources")
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return False
 
     @property
     def device_id(self):

@@ -31,7 +31,7 @@ from cuda_core._device_resources import (
 )
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._stream import _OWNED, _OpenStream
-from cuda_core._stream_options import StreamOptions, _priority_range
+from cuda_core._stream_options import StreamOptions, _checked_priority
 from cuda_core._utils import as_int_handle, check_or_create_options
 from cuda_core.typing import _register
 
@@ -133,15 +133,7 @@ def _create_green_stream(ctx, options):
     opts = check_or_create_options(StreamOptions, options, "Stream options")
     if not opts.nonblocking:
         raise ValueError("streams of a green context must be non-blocking (nonblocking=True)")
-    least, greatest = _priority_range(ctx)
-    priority = opts.priority
-    if priority is None:
-        priority = least
-    elif not greatest <= priority <= least:
-        raise ValueError(
-            f"priority={priority} is out of range [{greatest}, {least}] for device "
-            f"{ctx._device_id} (a lower number is a higher priority)"
-        )
+    priority = _checked_priority(ctx, opts.priority)
     owner = ctx._green
     out = ffi.new("CUstream *")
     check(

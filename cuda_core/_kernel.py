@@ -60,7 +60,8 @@ class Kernel:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by ``ObjectCode.get_kernel``
+        or :meth:`from_handle`.
     """
 
     __slots__ = (

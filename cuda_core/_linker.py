@@ -29,7 +29,7 @@ from cuda_core._errors import (
 from cuda_core._linker_backend import which_backend
 from cuda_core._linker_options import LinkerOptions
 from cuda_core._module import ObjectCode
-from cuda_core._utils import as_int_handle, check_or_create_options
+from cuda_core._utils import Closeable, as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType
 
 __all__ = ["Linker"]
@@ -51,7 +51,7 @@ _DRIVER_INPUT_TYPES = {
 }
 
 
-class Linker:
+class Linker(Closeable):
     """Link one or more :class:`~cuda_core.ObjectCode` into a cubin or PTX.
 
     Parameters
@@ -105,12 +105,6 @@ class Linker:
         except BaseException:
             self._close_quietly()
             raise
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         state = "closed" if self._closed else f"handle={self.handle:#x}"

@@ -154,50 +154,65 @@ def ensure_loaded(name):
     LibraryNotFoundError
         Listing every place searched and how to fix it.
     """
-    index, env, wheel, toolkit, system, _ = _LIBS[name]
-    if lib.cc_library_state(index) == 1:
-        return
+    index = _LIBS[name][0]
+    if lib.cc_library_state(index) != 1:
+        _load_locked(index, _LIBS[name][1], name, "the library file", _search_cuda_library, name)
+
+
+def _search_cuda_library(index, attempts, name):
+    """Try the wheels, then the toolkits, then the system loader; raise if none loads."""
+    _, env, wheel, toolkit, system, _ = _LIBS[name]
+    for d in _site_dirs():
+        for rel in wheel:
+            path = os.path.join(d, rel)
+            if os.path.exists(path):
+                if _try_load(index, path, attempts):
+                    return
+            else:
+                attempts.append(f"{path}: not present")
+    for label, root in _toolkit_roots():
+        for rel in toolkit:
+            path = os.path.join(root, rel)
+            if os.path.exists(path):
+                if _try_load(index, path, attempts):
+                    return
+            else:
+                attempts.append(f"{path} ({label}): not present")
+    for soname in system:
+        if _try_load(index, soname, attempts):
+            return
+    searched = "\n  ".join(attempts)
+    raise LibraryNotFoundError(
+        f"{name} could not be found. Searched:\n  {searched}\n"
+        f"Fix: {install_hint(name)}, set CUDA_HOME to a CUDA toolkit, "
+        f"or set {env} to the library's path."
+    )
+
+
+def _load_locked(index, env, label, target, search, *args):
+    """Load library ``index`` under the lock: the override in ``env`` alone when set.
+
+    Otherwise ``search(index, attempts, *args)`` tries its places and raises
+    LibraryNotFoundError when none loads.  ``label`` and ``target`` name the
+    library and what the override should point at in messages.
+    """
     with _LOCK:
         if lib.cc_library_state(index) == 1:
             return
         attempts = []
         override = os.environ.get(env)
-        if override:
-            if not os.path.exists(override):
-                raise LibraryNotFoundError(
-                    f"{name}: {env} is set to {override!r}, which does not exist. "
-                    f"Point {env} at the library file or unset it."
-                )
-            if _try_load(index, override, attempts):
-                return
+        if not override:
+            search(index, attempts, *args)
+            return
+        if not os.path.exists(override):
             raise LibraryNotFoundError(
-                f"{name}: {env}={override!r} could not be loaded: {attempts[-1]}"
+                f"{label}: {env} is set to {override!r}, which does not exist. "
+                f"Point {env} at {target} or unset it."
             )
-        for d in _site_dirs():
-            for rel in wheel:
-                path = os.path.join(d, rel)
-                if os.path.exists(path):
-                    if _try_load(index, path, attempts):
-                        return
-                else:
-                    attempts.append(f"{path}: not present")
-        for label, root in _toolkit_roots():
-            for rel in toolkit:
-                path = os.path.join(root, rel)
-                if os.path.exists(path):
-                    if _try_load(index, path, attempts):
-                        return
-                else:
-                    attempts.append(f"{path} ({label}): not present")
-        for soname in system:
-            if _try_load(index, soname, attempts):
-                return
-        searched = "\n  ".join(attempts)
-        raise LibraryNotFoundError(
-            f"{name} could not be found. Searched:\n  {searched}\n"
-            f"Fix: {install_hint(name)}, set CUDA_HOME to a CUDA toolkit, "
-            f"or set {env} to the library's path."
-        )
+        if not _try_load(index, override, attempts):
+            raise LibraryNotFoundError(
+                f"{label}: {env}={override!r} could not be loaded: {attempts[-1]}"
+            )
 
 
 def _driver_major():
@@ -252,34 +267,20 @@ def load_nvml():
     LibraryNotFoundError
         Naming what was searched and how to fix it.
     """
-    index = lib.CC_LIB_NVML
-    if lib.cc_library_state(index) == 1:
+    if lib.cc_library_state(lib.CC_LIB_NVML) != 1:
+        _load_locked(lib.CC_LIB_NVML, _NVML_ENV, "NVML", _NVML_SONAME, _search_nvml)
+
+
+def _search_nvml(index, attempts):
+    if _try_load(index, _NVML_SONAME, attempts):
         return
-    with _LOCK:
-        if lib.cc_library_state(index) == 1:
-            return
-        attempts = []
-        override = os.environ.get(_NVML_ENV)
-        if override:
-            if not os.path.exists(override):
-                raise LibraryNotFoundError(
-                    f"NVML: {_NVML_ENV} is set to {override!r}, which does not exist. "
-                    f"Point {_NVML_ENV} at {_NVML_SONAME} or unset it."
-                )
-            if _try_load(index, override, attempts):
-                return
-            raise LibraryNotFoundError(
-                f"NVML: {_NVML_ENV}={override!r} could not be loaded: {attempts[-1]}"
-            )
-        if _try_load(index, _NVML_SONAME, attempts):
-            return
-        raise LibraryNotFoundError(
-            f"NVML ({_NVML_SONAME}) could not be loaded. Searched: the system loader "
-            f"({attempts[-1]}); NVML is part of the NVIDIA driver and is never taken "
-            "from a wheel or a toolkit. Fix: install the NVIDIA driver, add the "
-            f"directory holding {_NVML_SONAME} to LD_LIBRARY_PATH, or set {_NVML_ENV} "
-            "to its path."
-        )
+    raise LibraryNotFoundError(
+        f"NVML ({_NVML_SONAME}) could not be loaded. Searched: the system loader "
+        f"({attempts[-1]}); NVML is part of the NVIDIA driver and is never taken "
+        "from a wheel or a toolkit. Fix: install the NVIDIA driver, add the "
+        f"directory holding {_NVML_SONAME} to LD_LIBRARY_PATH, or set {_NVML_ENV} "
+        "to its path."
+    )
 
 
 def library_path(name):
@@ -331,34 +332,32 @@ _versions = {}
 
 def nvrtc_version():
     """Return NVRTC's ``(major, minor)``, loading it if needed."""
-    version = _versions.get("nvrtc")
-    if version is None:
-        ensure_loaded("nvrtc")
-        v = ffi.new("int[2]")
-        check_nvrtc(lib.nvrtcVersion(v, v + 1))
-        version = _versions["nvrtc"] = (v[0], v[1])
-    return version
+    return _versions.get("nvrtc") or _read_version("nvrtc")
 
 
 def nvjitlink_version():
     """Return nvJitLink's ``(major, minor)``, loading it if needed."""
-    version = _versions.get("nvjitlink")
-    if version is None:
-        ensure_loaded("nvjitlink")
-        v = ffi.new("unsigned int[2]")
-        check_nvjitlink(lib.nvJitLinkVersion(v, v + 1))
-        version = _versions["nvjitlink"] = (v[0], v[1])
-    return version
+    return _versions.get("nvjitlink") or _read_version("nvjitlink")
 
 
 def nvvm_version():
     """Return libNVVM's ``(major, minor)``, loading it if needed."""
-    version = _versions.get("nvvm")
-    if version is None:
-        ensure_loaded("nvvm")
+    return _versions.get("nvvm") or _read_version("nvvm")
+
+
+def _read_version(name):
+    """Ask library ``name`` its ``(major, minor)`` and remember it."""
+    ensure_loaded(name)
+    if name == "nvjitlink":
+        v = ffi.new("unsigned int[2]")
+        check_nvjitlink(lib.nvJitLinkVersion(v, v + 1))
+    else:
         v = ffi.new("int[2]")
-        check_nvvm(lib.nvvmVersion(v, v + 1))
-        version = _versions["nvvm"] = (v[0], v[1])
+        if name == "nvrtc":
+            check_nvrtc(lib.nvrtcVersion(v, v + 1))
+        else:
+            check_nvvm(lib.nvvmVersion(v, v + 1))
+    version = _versions[name] = (v[0], v[1])
     return version
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error, warn_cuda
 from cuda_core._kernel import Kernel
-from cuda_core._utils import as_int_handle
+from cuda_core._utils import Closeable, as_int_handle
 
 __all__ = ["ObjectCode"]
 
@@ -30,7 +30,7 @@ _INIT_LOCK = threading.Lock()
 _DRIVER_INITIALIZED = False
 
 
-class ObjectCode:
+class ObjectCode(Closeable):
     """Compiled device code, loaded into the driver on first use.
 
     There is no public constructor: create one with :meth:`from_cubin`,
@@ -137,12 +137,6 @@ class ObjectCode:
             else (f"{len(self._module)} bytes")
         )
         return f"<ObjectCode code_type={self._code_type!r} name={self._name!r} {where} {state}>"
-
-    def __enter__(self) -> ObjectCode:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- factories -------------------------------------------------------
 

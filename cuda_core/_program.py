@@ -36,7 +36,7 @@ from cuda_core._loader import (
 )
 from cuda_core._module import ObjectCode
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
-from cuda_core._utils import as_int_handle, check_or_create_options
+from cuda_core._utils import Closeable, as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType, PCHStatusType
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ _SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
 _PTX_LOADABLE = []  # memo for _driver_ptx_state(): [state] once known
 
 
-class Program:
+class Program(Closeable):
     """Compile device code into an :class:`~cuda_core.ObjectCode`.
 
     Parameters
@@ -141,12 +141,6 @@ class Program:
                 f"Unsupported code_type={code_type!r} "
                 f"(supported_code_types={_SUPPORTED_CODE_TYPES!r})"
             )
-
-    def __enter__(self) -> Program:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Program backend='{self._backend}'>"

@@ -26,9 +26,15 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent
-from cuda_core._stream_options import _LEAST_PRIORITY, StreamOptions, _priority_range
+from cuda_core._stream_options import (
+    _LEAST_PRIORITY,
+    StreamOptions,
+    _checked_priority,
+    _priority_range,
+)
 from cuda_core._stream_protocol import _stream_address
 from cuda_core._utils import (
+    Closeable,
     as_int_handle,
     check_or_create_options,
     handle_finalizer,
@@ -39,8 +45,6 @@ from cuda_core._utils import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from cuda_core._context import Context
     from cuda_core._device import Device
     from cuda_core._device_resources import DeviceResources
@@ -67,7 +71,7 @@ _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
 _MAX_DEFAULT_HANDLE = 2  # CU_STREAM_LEGACY is 1, CU_STREAM_PER_THREAD is 2
 
 
-class Stream:
+class Stream(Closeable):
     """An ordered queue of GPU work.
 
     Work submitted to one stream runs in submission order; work in different
@@ -80,7 +84,8 @@ class Stream:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by ``Device.create_stream``
+        or :meth:`from_handle`.
     """
 
     # _owner (foreign object kept alive), _nonblocking and _priority are set
@@ -146,17 +151,6 @@ class Stream:
             return cls._new(obj._handle, _BORROWED, owner=obj, ctx=obj._ctx)
         address = _stream_address(obj)
         return cls._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
@@ -507,15 +501,7 @@ def _create_stream(cls, options, ctx):
         opts = check_or_create_options(StreamOptions, options, "Stream options")
         nonblocking = opts.nonblocking
         flags = _NON_BLOCKING if nonblocking else 0
-        least, greatest = _priority_range(ctx)
-        priority = opts.priority
-        if priority is None:
-            priority = least
-        elif not greatest <= priority <= least:
-            raise ValueError(
-                f"priority={priority} is out of range [{greatest}, {least}] for device "
-                f"{ctx._device_id} (a lower number is a higher priority)"
-            )
+        priority = _checked_priority(ctx, opts.priority)
     try:
         b = _tls.b
     except AttributeError:
@@ -551,7 +537,7 @@ def _new_default_stream(ctx):
 
 #: ``__del__`` of open owned streams (borrowed and built-in streams own
 #: nothing and are plain Streams): _destroy_stream is looked up at call time.
-_stream_finalizer = handle_finalizer(lambda c_stream: _destroy_stream(c_stream))
+_stream_finalizer = handle_finalizer(lambda stream: _destroy_stream(stream._handle))
 
 
 #: The class of open owned streams (Stream and its open twin share one

@@ -84,3 +84,16 @@ def _priority_range(ctx):
         rng = _PRIORITY_RANGES[ctx._device_id] = (least[0], greatest[0])
         _LEAST_PRIORITY[ctx._device_id] = least[0]
     return rng
+
+
+def _checked_priority(ctx, priority):
+    """Return ``priority`` (None: the least) after checking it against ``ctx``'s device range."""
+    least, greatest = _priority_range(ctx)
+    if priority is None:
+        return least
+    if not greatest <= priority <= least:
+        raise ValueError(
+            f"priority={priority} is out of range [{greatest}, {least}] for device "
+            f"{ctx._device_id} (a lower number is a higher priority)"
+        )
+    return priority

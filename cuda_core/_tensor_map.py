@@ -216,16 +216,9 @@ class TensorMapDescriptor:
                     f"box_dim[{rank - 1}] * element size ({row} bytes) must not exceed the "
                     f"swizzle span ({span} bytes)"
                 )
-        c_dims, c_strides = _driver_layout(dims, strides)
-        c_box = ffi.new("cuuint32_t[]", list(reversed(box)))
         status = lib.cuTensorMapEncodeTiled(
-            self._map,
-            self._repr_info[2],
-            rank,
-            ffi.cast("void *", self._view_ref.ptr),
-            c_dims,
-            c_strides,
-            c_box,
+            *_encode_head(self, rank, dims, strides),
+            ffi.new("cuuint32_t[]", list(reversed(box))),
             ffi.new("cuuint32_t[]", list(reversed(estrides))),
             opts.interleave,
             opts.swizzle,
@@ -279,19 +272,10 @@ class TensorMapDescriptor:
             raise ValueError(
                 f"pixel_box_upper_corner must have {spatial} elements (rank - 2), got {len(upper)}"
             )
-        estrides = _element_strides(
-            None if element_strides is None else _int_tuple("element_strides", element_strides),
-            rank,
-        )
-        dims, strides = _byte_layout(view, elem)
-        c_dims, c_strides = _driver_layout(dims, strides)
+        estrides = _element_strides(element_strides, rank)
+        head = _encode_head(self, rank, *_byte_layout(view, elem))
         status = lib.cuTensorMapEncodeIm2col(
-            self._map,
-            self._repr_info[2],
-            rank,
-            ffi.cast("void *", self._view_ref.ptr),
-            c_dims,
-            c_strides,
+            *head,
             ffi.new("int[]", list(reversed(lower))),
             ffi.new("int[]", list(reversed(upper))),
             channels_per_pixel,
@@ -341,19 +325,10 @@ class TensorMapDescriptor:
         )
         if not 3 <= rank <= 5:
             raise ValueError(f"Im2col-wide tensor rank must be between 3 and 5, got {rank}")
-        estrides = _element_strides(
-            None if element_strides is None else _int_tuple("element_strides", element_strides),
-            rank,
-        )
-        dims, strides = _byte_layout(view, elem)
-        c_dims, c_strides = _driver_layout(dims, strides)
+        estrides = _element_strides(element_strides, rank)
+        head = _encode_head(self, rank, *_byte_layout(view, elem))
         status = lib.cuTensorMapEncodeIm2colWide(
-            self._map,
-            self._repr_info[2],
-            rank,
-            ffi.cast("void *", self._view_ref.ptr),
-            c_dims,
-            c_strides,
+            *head,
             pixel_box_lower_corner_width,
             pixel_box_upper_corner_width,
             channels_per_pixel,
@@ -555,14 +530,27 @@ def _driver_layout(dims, byte_strides):
 
 
 def _element_strides(element_strides, rank):
+    """Return the checked ``element_strides`` tuple (None: all 1)."""
     if element_strides is None:
         return (1,) * rank
+    element_strides = _int_tuple("element_strides", element_strides)
     if len(element_strides) != rank:
         raise ValueError(f"element_strides must have {rank} elements, got {len(element_strides)}")
     for i, s in enumerate(element_strides):
         if not 1 <= s <= 8:
             raise ValueError(f"element_strides[{i}] must be in [1, 8], got {s}")
     return element_strides
+
+
+def _encode_head(self, rank, dims, strides):
+    """Return the arguments every ``cuTensorMapEncode*`` call starts with.
+
+    ``(map, data type, rank, address, dims, strides)``: the dims and byte
+    strides (from :func:`_byte_layout`) reversed into driver order.
+    """
+    c_dims, c_strides = _driver_layout(dims, strides)
+    c_ptr = ffi.cast("void *", self._view_ref.ptr)
+    return (self._map, self._repr_info[2], rank, c_ptr, c_dims, c_strides)
 
 
 def _current_context_address():

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import operator
 import os
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import check
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from typing_extensions import Self
 
 __all__ = [
     "SIZE_MAX",
@@ -23,6 +29,23 @@ __all__ = [
     "open_handle_methods",
     "require_open",
 ]
+
+
+class Closeable:
+    """Mixin for a resource owner: ``with obj:`` calls ``obj.close()`` on the way out."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def check_or_create_options(cls, options, desc, *, keep_none=False):
@@ -220,11 +243,13 @@ def open_handle_methods(plain, destroy, wait):
 
 
 def handle_finalizer(destroy):
-    """Return a ``__del__`` for :func:`open_class` that destroys an unclosed handle.
+    """Return a ``__del__`` for :func:`open_class` that releases an unclosed object.
 
-    The finalizer marks the object closed and calls ``destroy(obj._handle)``
-    once, only if the object is still open (``close()`` ran otherwise).  It is
-    the safety net; ``close()`` (or ``with``) is the lifetime tool.
+    The finalizer marks the object closed and calls ``destroy(obj)`` once,
+    only if the object is still open (``close()`` ran otherwise); ``destroy``
+    reads what it releases from the object (``obj._handle``, a shared
+    claim).  It is the safety net; ``close()`` (or ``with``) is the lifetime
+    tool.
     """
 
     def finalizer(self):
@@ -234,6 +259,6 @@ def handle_finalizer(destroy):
             return
         if not closed:
             self._closed = True
-            destroy(self._handle)
+            destroy(self)
 
     return finalizer

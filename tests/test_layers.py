@@ -29,7 +29,10 @@ LAYERS = [
     ("exceptions, loader, error layer, versions", ["_errors", "_loader", "_version"]),
     ("shared helpers and typing", ["_utils", "_slots", "typing"]),
     ("context", ["_context", "_device_resources", "_host"]),
-    ("events and streams", ["_event", "_stream", "_stream_*", "_default_stream", "_green_context"]),
+    (
+        "events and streams",
+        ["_event", "_event_share", "_stream", "_stream_*", "_default_stream", "_green_context"],
+    ),
     ("memory", ["_memory", "_memory.*", "_graphics"]),
     (
         "modules, kernels, launch",

@@ -16,13 +16,14 @@ import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
-from cuda_core._memory import _dlpack, _ipc
+from cuda_core._memory import _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
     _parse_fill_value,
     _query_memory_attrs,
 )
 from cuda_core._memory._copy_options import copy_one
+from cuda_core._memory._dlpack import BufferExports
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import (
     _buffer_finalizer,
@@ -33,12 +34,10 @@ from cuda_core._memory._release import (
     _Release,
 )
 from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._utils import Closeable, open_class, require_open
 from cuda_core._utils import as_size as _as_size
-from cuda_core._utils import open_class, require_open
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from cuda_core._memory._copy_options import CopyOptions
     from cuda_core._memory._ipc import IPCBufferDescriptor
     from cuda_core._stream import Stream
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Buffer"]
 
 
-class Buffer:
+class Buffer(BufferExports, Closeable):
     """A handle to allocated memory.
 
     Buffers are not constructed directly: a :class:`MemoryResource` returns
@@ -95,18 +94,6 @@ class Buffer:
             "(MemoryResource.allocate, Device.allocate or Buffer.from_handle)."
         )
 
-    def __enter__(self) -> Buffer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-        return False
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Buffer):
             return NotImplemented
@@ -122,68 +109,6 @@ class Buffer:
     def __reduce__(self):
         require_open(self, self._closed, "Buffer")
         return _reduce_helper, (self._mr, self.ipc_descriptor)
-
-    def __dlpack__(
-        self,
-        *,
-        stream: int | None = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """Export this buffer as a 1-D ``int8`` DLPack tensor of ``size`` elements.
-
-        ``stream`` is ignored (as if it were -1): keeping the producer and
-        the consumer in stream order is the caller's responsibility.
-        ``max_version`` None gives a legacy ``"dltensor"`` capsule; a tuple
-        of at least ``(1, 0)`` gives a ``"dltensor_versioned"`` one of
-        DLPack 1.3 (no flags).
-
-        Raises
-        ------
-        BufferError
-            For any ``dl_device`` (even this buffer's own), ``copy=True``, or
-            a malformed ``max_version``.
-        """
-        require_open(self, self._closed, "Buffer")
-        if dl_device is not None:
-            raise BufferError("Sorry, not supported: dl_device other than None")
-        if copy is True:
-            raise BufferError("Sorry, not supported: copy=True")
-        versioned = _dlpack.wants_versioned(max_version)
-        return _dlpack.make_py_capsule(self, versioned)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """Return the DLPack ``(device_type, device_id)`` of this buffer.
-
-        ``(1, 0)`` CPU, ``(2, id)`` CUDA device memory, ``(3, 0)`` pinned host
-        memory, ``(13, 0)`` managed memory.
-        """
-        require_open(self, self._closed, "Buffer")
-        return _dlpack.classify_dl_device(self)
-
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        """NumPy array interface of a host-accessible buffer: its bytes as ``uint8``.
-
-        ``numpy.asarray(buf)`` is then a writable, zero-copy view that keeps
-        the buffer object alive (on CPython and PyPy; NumPy marks arrays made
-        through a legacy DLPack capsule read-only, and NumPy on PyPy asks
-        only for legacy capsules).  Device-only buffers have no array
-        interface (AttributeError).  This is a cuda_core extension.
-        """
-        require_open(self, self._closed, "Buffer")
-        if not self.is_host_accessible:
-            raise AttributeError(
-                "__array_interface__ is only available for host-accessible buffers"
-            )
-        return {
-            "version": 3,
-            "shape": (self._size,),
-            "typestr": "|u1",
-            "data": (self._ptr, False),
-            "strides": None,
-        }
 
     @classmethod
     def _init(cls, ptr, size, mr=None, owner=None, *, stream=None, ipc_descriptor=None):
@@ -444,26 +369,19 @@ class Buffer:
         stream : Stream or GraphBuilder
             Keyword-only; the stream that orders the copy.
         options : CopyOptions, optional
-            Keyword-only transfer hints (source access order, location
-            hints, overlap mode), honoured with a CUDA 13.2 or newer driver
-            (``cuMemcpyWithAttributesAsync``).  Not accepted with
-            :data:`~cuda_core.LEGACY_DEFAULT_STREAM` (use
-            :data:`~cuda_core.PER_THREAD_DEFAULT_STREAM`) nor with a
-            capturing stream.  With an older driver the copy is a plain
-            ``cuMemcpyAsync``: ``STREAM`` and ``ANY`` hold and the hints
-            are dropped, but ``DURING_API_CALL`` raises RuntimeError.
+            Keyword-only transfer hints, with the driver requirements and
+            stream restrictions described under :meth:`copy_to`.
 
         Raises
         ------
         ValueError
             If the sizes differ.
         TypeError
-            If ``src`` is not a Buffer, ``stream`` is not a stream,
-            ``options`` is not a CopyOptions, or ``options`` comes with the
-            legacy default stream or a capturing stream.
+            If ``src`` is not a Buffer; for ``stream`` and ``options`` as
+            :meth:`copy_to`.
         RuntimeError
-            If either buffer is closed, or for ``DURING_API_CALL`` with a
-            driver older than CUDA 13.2.
+            If this buffer or ``src`` is closed, or as :meth:`copy_to` for
+            ``DURING_API_CALL``.
         """
         require_open(self, self._closed, "Buffer")
         if not isinstance(src, Buffer):

@@ -12,6 +12,7 @@ from cuda_core._errors import check
 from cuda_core._memory import _ipc
 from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
+from cuda_core._memory._memory_resource import _DeviceMemory
 from cuda_core._memory._peer_access import PeerAccessibleBySetProxy, _set_peer_accessible_by
 from cuda_core._utils import check_or_create_options
 
@@ -43,7 +44,7 @@ class DeviceMemoryResourceOptions:
         _check_pool_options(self, "DeviceMemoryResourceOptions")
 
 
-class DeviceMemoryResource(_MemPool):
+class DeviceMemoryResource(_DeviceMemory, _MemPool):
     """Device memory from a stream-ordered memory pool.
 
     Parameters
@@ -125,16 +126,6 @@ class DeviceMemoryResource(_MemPool):
     def device_id(self) -> int:
         """int: The device ordinal."""
         return self._dev_id
-
-    @property
-    def is_device_accessible(self) -> bool:
-        """bool: True; buffers are device memory."""
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        """bool: False; buffers are not host-accessible."""
-        return False
 
     @property
     def peer_accessible_by(self) -> PeerAccessibleBySetProxy:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import enum
 import itertools
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._utils import require_open
 
 __all__ = [
     "DLDataTypeCode",
@@ -69,6 +71,79 @@ class DLDataTypeCode(enum.IntEnum):
     kDLBfloat = 4
     kDLComplex = 5
     kDLBool = 6
+
+
+class BufferExports:
+    """How a :class:`~cuda_core.Buffer` hands its memory to other libraries.
+
+    DLPack (``__dlpack__``, ``__dlpack_device__``) and, for host memory,
+    NumPy's array interface; a mixin of Buffer, which holds ``_ptr``,
+    ``_size`` and ``_closed``.
+    """
+
+    __slots__ = ()
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export this buffer as a 1-D ``int8`` DLPack tensor of ``size`` elements.
+
+        ``stream`` is ignored (as if it were -1): keeping the producer and
+        the consumer in stream order is the caller's responsibility.
+        ``max_version`` None gives a legacy ``"dltensor"`` capsule; a tuple
+        of at least ``(1, 0)`` gives a ``"dltensor_versioned"`` one of
+        DLPack 1.3 (no flags).
+
+        Raises
+        ------
+        BufferError
+            For any ``dl_device`` (even this buffer's own), ``copy=True``, or
+            a malformed ``max_version``.
+        """
+        require_open(self, self._closed, "Buffer")
+        if dl_device is not None:
+            raise BufferError("Sorry, not supported: dl_device other than None")
+        if copy is True:
+            raise BufferError("Sorry, not supported: copy=True")
+        versioned = wants_versioned(max_version)
+        return make_py_capsule(self, versioned)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """Return the DLPack ``(device_type, device_id)`` of this buffer.
+
+        ``(1, 0)`` CPU, ``(2, id)`` CUDA device memory, ``(3, 0)`` pinned host
+        memory, ``(13, 0)`` managed memory.
+        """
+        require_open(self, self._closed, "Buffer")
+        return classify_dl_device(self)
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """NumPy array interface of a host-accessible buffer: its bytes as ``uint8``.
+
+        ``numpy.asarray(buf)`` is then a writable, zero-copy view that keeps
+        the buffer object alive (on CPython and PyPy; NumPy marks arrays made
+        through a legacy DLPack capsule read-only, and NumPy on PyPy asks
+        only for legacy capsules).  Device-only buffers have no array
+        interface (AttributeError).  This is a cuda_core extension.
+        """
+        require_open(self, self._closed, "Buffer")
+        if not self.is_host_accessible:
+            raise AttributeError(
+                "__array_interface__ is only available for host-accessible buffers"
+            )
+        return {
+            "version": 3,
+            "shape": (self._size,),
+            "typestr": "|u1",
+            "data": (self._ptr, False),
+            "strides": None,
+        }
 
 
 def wants_versioned(max_version):

@@ -16,7 +16,7 @@ import threading
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as
 from cuda_core._memory._buffer import Buffer, _as_stream
-from cuda_core._memory._memory_resource import MemoryResource
+from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory
 from cuda_core._stream import Stream
 from cuda_core._utils import as_int_handle
 
@@ -111,7 +111,7 @@ class GraphMemoryResourceAttributes:
         self._reset(lib.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, "used_mem_high", value)
 
 
-class GraphMemoryResource(MemoryResource):
+class GraphMemoryResource(_DeviceMemory, MemoryResource):
     """The memory resource for allocations inside graphs (one per device).
 
     Allocate from it with a :class:`~cuda_core.graph.GraphBuilder` (or its
@@ -170,7 +170,7 @@ class GraphMemoryResource(MemoryResource):
         Parameters
         ----------
         size : int
-            Size in bytes.
+            Bytes to allocate when the graph runs.
         stream : GraphBuilder or Stream
             A builder that is building (or its capturing stream).
 
@@ -208,7 +208,7 @@ class GraphMemoryResource(MemoryResource):
         Parameters
         ----------
         ptr : int
-            The address.
+            The address of a graph allocation from :meth:`allocate`.
         size : int
             The size in bytes (unused).
         stream : GraphBuilder or Stream
@@ -242,16 +242,6 @@ class GraphMemoryResource(MemoryResource):
     def device_id(self):
         """int: The device ordinal."""
         return self._device_id
-
-    @property
-    def is_device_accessible(self):
-        """bool: True; graph allocations are device memory."""
-        return True
-
-    @property
-    def is_host_accessible(self):
-        """bool: False."""
-        return False
 
 
 def _graph_stream(stream):

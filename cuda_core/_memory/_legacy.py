@@ -18,7 +18,7 @@ from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer, _as_stream
-from cuda_core._memory._memory_resource import MemoryResource
+from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _SharedMemory
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._utils import as_int_handle
 from cuda_core._utils import as_size as _as_size
@@ -87,7 +87,7 @@ class _SynchronousAllocatorResource(MemoryResource):
             check(self._c_free(c_ptr), self._free_name)
 
 
-class LegacyPinnedMemoryResource(_SynchronousAllocatorResource):
+class LegacyPinnedMemoryResource(_SharedMemory, _SynchronousAllocatorResource):
     """Pinned host memory from ``cuMemAllocHost`` (accessible from host and devices)."""
 
     __slots__ = ()
@@ -102,22 +102,12 @@ class LegacyPinnedMemoryResource(_SynchronousAllocatorResource):
         return "<LegacyPinnedMemoryResource>"
 
     @property
-    def is_device_accessible(self) -> bool:
-        """bool: True."""
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        """bool: True."""
-        return True
-
-    @property
     def device_id(self) -> int:
         """int: -1; this memory belongs to no device."""
         return -1
 
 
-class _SynchronousMemoryResource(_SynchronousAllocatorResource):
+class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):
     """Device memory from ``cuMemAlloc``; freeing syncs the stream, then ``cuMemFree``."""
 
     __slots__ = ("_device_id",)
@@ -133,16 +123,6 @@ class _SynchronousMemoryResource(_SynchronousAllocatorResource):
 
     def __repr__(self) -> str:
         return f"<_SynchronousMemoryResource device_id={self._device_id}>"
-
-    @property
-    def is_device_accessible(self) -> bool:
-        """bool: True."""
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        """bool: False."""
-        return False
 
     @property
     def device_id(self) -> int:

@@ -17,6 +17,7 @@ from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._location import device_location, is_location, location_pair
 from cuda_core._memory._memory_pool import _MemPool
+from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._utils import check_or_create_options, require_open
 from cuda_core.typing import _register, _StrEnum
@@ -374,7 +375,7 @@ class AccessedBySet:
         self._buf._advise(lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY, location)
 
 
-class ManagedMemoryResource(_MemPool):
+class ManagedMemoryResource(_SharedMemory, _MemPool):
     """Managed (unified) memory from a stream-ordered memory pool.
 
     The memory migrates between host and devices on demand.  Needs a CUDA
@@ -422,16 +423,6 @@ class ManagedMemoryResource(_MemPool):
         ordinal, None (host) or the NUMA node.
         """
         return self._preferred
-
-    @property
-    def is_device_accessible(self):
-        """bool: True."""
-        return True
-
-    @property
-    def is_host_accessible(self):
-        """bool: True."""
-        return True
 
     @property
     def is_managed(self):

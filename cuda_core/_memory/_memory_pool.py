@@ -24,12 +24,11 @@ from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _OpenStream
-from cuda_core._utils import as_int_handle, require_open
+from cuda_core._utils import Closeable, as_int_handle, require_open
 from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
     import uuid
-    from types import TracebackType
 
     from typing_extensions import Self
 
@@ -43,7 +42,7 @@ _new = object.__new__
 _cc_pool_alloc = lib.cc_pool_alloc
 
 
-class _MemPool(MemoryResource):
+class _MemPool(MemoryResource, Closeable):
     """Base of the memory resources backed by a ``CUmemoryPool``."""
 
     __slots__ = (
@@ -122,18 +121,6 @@ class _MemPool(MemoryResource):
         state = "closed" if self._closed else f"pool={self._h:#x}"
         return f"<{type(self).__name__} device_id={self._dev_id} {state}>"
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-        return False
-
     def close(self) -> None:
         """Close this resource: no further allocations.
 
@@ -169,7 +156,7 @@ class _MemPool(MemoryResource):
         Parameters
         ----------
         size : int
-            Size in bytes.
+            Bytes to take from the pool.
         stream : Stream or GraphBuilder
             Keyword-only; orders the allocation and, by default, the buffer's
             deallocation.

@@ -80,3 +80,30 @@ class MemoryResource(abc.ABC):
     def device_id(self) -> int:
         """int: The device this resource allocates on, or -1 (the default)."""
         return -1
+
+
+class _DeviceMemory:
+    """Mixin of a resource whose buffers are device memory: GPU-accessible only."""
+
+    __slots__ = ()
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """bool: True; devices can access the buffers."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """bool: False; buffers are not host-accessible."""
+        return False
+
+
+class _SharedMemory(_DeviceMemory):
+    """Mixin of a resource whose buffers both the host and the GPU can access."""
+
+    __slots__ = ()
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """bool: True; the host can access the buffers."""
+        return True

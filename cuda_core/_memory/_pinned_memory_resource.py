@@ -11,6 +11,7 @@ from cuda_core._errors import CUDAError, check, check_allowing, status_in
 from cuda_core._memory import _ipc
 from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
+from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._peer_access import _device_count, _set_peer_access
 from cuda_core._utils import check_or_create_options
 
@@ -24,8 +25,9 @@ class PinnedMemoryResourceOptions:
     Attributes
     ----------
     ipc_enabled : bool
-        Create a pool whose allocations can be shared with other processes
-        (Linux).  Default False.
+        Create a pool whose pinned host allocations other processes can map
+        (Linux; the pool then sits on one NUMA node, see ``numa_id``).
+        Default False.
     max_size : int
         Maximum pool size in bytes; 0 (the default) lets the driver choose.
     numa_id : int or None
@@ -53,7 +55,7 @@ class PinnedMemoryResourceOptions:
                 )
 
 
-class PinnedMemoryResource(_MemPool):
+class PinnedMemoryResource(_SharedMemory, _MemPool):
     """Page-locked host memory from a stream-ordered memory pool.
 
     The memory is accessible from the host and from every device.
@@ -144,16 +146,6 @@ class PinnedMemoryResource(_MemPool):
     def numa_id(self) -> int:
         """int: The host NUMA node of the pool, or -1 for OS-managed placement."""
         return self._numa_id
-
-    @property
-    def is_device_accessible(self) -> bool:
-        """bool: True; devices can access the buffers."""
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        """bool: True; the host can access the buffers."""
-        return True
 
 
 def _ensure_initialized():

@@ -52,7 +52,7 @@ import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, warn_cuda
-from cuda_core._event import _EventClaim
+from cuda_core._event_share import _EventClaim
 from cuda_core._memory._release import _AllocationClaim
 from cuda_core._utils import as_int_handle
 

@@ -79,10 +79,12 @@ class _BuilderNodes:
         Parameters
         ----------
         condition : GraphCondition
+            Read once each time the node runs.
 
         Returns
         -------
         GraphBuilder
+            The builder of the body, not yet building.
 
         Raises
         ------
@@ -158,17 +160,21 @@ class _BuilderNodes:
         Parameters
         ----------
         condition : GraphCondition
+            Read before every iteration; the body may change it to end
+            the loop.
 
         Returns
         -------
         GraphBuilder
+            The builder of the loop body, not yet building.
 
         Raises
         ------
         TypeError
             If ``condition`` is not a GraphCondition.
         RuntimeError
-            If not building, or the driver is older than 12.3.
+            If this builder is not building, or the driver is older than
+            12.3 (the first with conditional nodes).
         """
         return self._conditional(
             condition, lib.CU_GRAPH_COND_TYPE_WHILE, 1, (12, 3), "conditional while loop"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
 from cuda_core._stream import _as_open_stream
-from cuda_core._utils import as_int_handle
+from cuda_core._utils import Closeable, as_int_handle
 from cuda_core.graph._attachments import (
     _Attachment,
     drain,
@@ -44,8 +44,6 @@ from cuda_core.graph._node_params import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from cuda_core._stream import Stream
     from cuda_core.graph._graph_builder import GraphBuilder
     from cuda_core.graph._graph_definition import GraphDefinition
@@ -113,7 +111,7 @@ _UPDATE_DESCRIPTIONS = {
 }
 
 
-class Graph:
+class Graph(Closeable):
     """An executable graph (``CUgraphExec``).
 
     Made by :meth:`GraphBuilder.complete
@@ -146,17 +144,6 @@ class Graph:
         self._closed = False
         self._finalizer = weakref.finalize(self, _destroy_exec, c_exec)
         return self
-
-    def __enter__(self) -> Graph:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self):
         if self._closed:

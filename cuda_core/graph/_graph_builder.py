@@ -37,7 +37,7 @@ import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._stream import Stream
-from cuda_core._utils import index_or_none
+from cuda_core._utils import Closeable, index_or_none
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._builder_nodes import _BuilderNodes
 from cuda_core.graph._capture import (
@@ -62,7 +62,6 @@ from cuda_core.graph._graph_options import _dot_print
 
 if TYPE_CHECKING:
     import os
-    from types import TracebackType
 
     from cuda_core.graph._graph import Graph
     from cuda_core.graph._graph_options import GraphCompleteOptions, GraphDebugPrintOptions
@@ -70,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["GraphBuilder"]
 
 
-class GraphBuilder(_BuilderNodes):
+class GraphBuilder(_BuilderNodes, Closeable):
     """A graph under construction by stream capture.
 
     A graph groups CUDA kernels and other operations with their dependencies
@@ -150,17 +149,6 @@ class GraphBuilder(_BuilderNodes):
         self._cell = _Cell(stream, owns, kind, box, state == _CAPTURING and kind != _FORKED)
         self._finalizer = weakref.finalize(self, _finalize_builder, self._cell)
         return self
-
-    def __enter__(self) -> GraphBuilder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         kind = ("primary", "forked", "conditional-body")[self._kind]
@@ -274,7 +262,8 @@ class GraphBuilder(_BuilderNodes):
         Returns
         -------
         GraphBuilder
-            ``self``.
+            ``self``, ready for :meth:`complete` (or, for a conditional
+            body, done: its graph belongs to the conditional node).
 
         Raises
         ------

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import as_int_handle
+from cuda_core._utils import Closeable, as_int_handle
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_condition import _condition_args, _create_condition
@@ -36,7 +36,7 @@ __all__ = ["GraphDefinition"]
 # Registered for the nodes, which make views of definitions (conditional
 # bodies, child graphs) but sit below this module.
 @_register()
-class GraphDefinition:
+class GraphDefinition(Closeable):
     """A graph built explicitly, node by node.
 
     ``GraphDefinition()`` creates an empty graph.  Its builder methods add
@@ -95,12 +95,6 @@ class GraphDefinition:
         self._entry_node = None
         self._owner = False
         self._closed = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
 
     def __repr__(self):
         state = "" if self._is_valid() else " (invalid)"
@@ -294,6 +288,7 @@ class GraphDefinition:
         Returns
         -------
         GraphCondition
+            Owned by this graph; pass it to its conditional nodes.
 
         Raises
         ------

@@ -15,7 +15,8 @@ import cuda_core._arg_plan as _arg_plan
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event, claim_event
+from cuda_core._event import Event
+from cuda_core._event_share import claim_event
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _coerce_config
 from cuda_core._memory._buffer import Buffer

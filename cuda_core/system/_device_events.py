@@ -13,6 +13,7 @@ import warnings
 import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._utils import Closeable
 from cuda_core.system._enums import from_nvml, to_nvml
 from cuda_core.system._nvml import check, is_initialized
 from cuda_core.system.exceptions import NvmlError
@@ -49,7 +50,7 @@ def event_mask(cls, events):
     return mask
 
 
-class DeviceEvents:
+class DeviceEvents(Closeable):
     """Events registered on one device; wait for them with :meth:`wait`."""
 
     def __init__(self, handle, mask):
@@ -63,12 +64,6 @@ class DeviceEvents:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         state = "closed" if self._set is None else f"handle={self.handle:#x}"

@@ -467,17 +467,5 @@ class InforomInfo:
         return string_result(lib.nvmlDeviceGetBoardPartNumber, self._device._h, size=80)
 
 
-for _cls in (
-    BAR1MemoryInfo,
-    DeviceAttributes,
-    GpuDynamicPstatesInfo,
-    GpuDynamicPstatesUtilization,
-    InforomInfo,
-    MemoryInfo,
-    MigInfo,
-    PciInfo,
-    ProcessInfo,
-    RepairStatus,
-    Utilization,
-):
-    _cls.__module__ = _MODULE
+for _name in __all__:
+    globals()[_name].__module__ = _MODULE

@@ -16,6 +16,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.system._enums import bits_to_members, from_nvml, to_nvml
 from cuda_core.system._nvml import (
     READ_FAILED,
+    CArrayView,
     check,
     out_result,
     raise_read_failure,
@@ -358,26 +359,12 @@ class FieldValue:
         return reader(self._f.value)
 
 
-class FieldValues:
+class FieldValues(CArrayView):
     """The answer of :meth:`Device.get_field_values`: a sequence of :class:`FieldValue`."""
 
-    __slots__ = ("_a", "_n")
-
-    def __init__(self, array, count):
-        self._a = array
-        self._n = count
-
-    def __len__(self):
-        return self._n
-
-    def __getitem__(self, index):
-        if not isinstance(index, int):
-            raise TypeError(f"field value index must be an int, got {type(index).__name__}")
-        if index < 0:
-            index += self._n
-        if not 0 <= index < self._n:
-            raise IndexError("field value index out of range")
-        return FieldValue(self._a, self._a[index])
+    __slots__ = ()
+    _item_name = "field value"
+    _item_type = FieldValue
 
     def validate(self):
         """Raise the NVML error of the first entry that has one."""

@@ -193,6 +193,34 @@ def struct_version(ctype, version):
     return ffi.sizeof(ctype) | (version << 24)
 
 
+class CArrayView:
+    """A read-only sequence over the first ``count`` entries of a cffi array.
+
+    Subclasses set ``_item_name`` (for messages) and ``_item_type``, built
+    as ``_item_type(array, entry)`` so that each item keeps the array alive.
+    """
+
+    __slots__ = ("_a", "_n")
+    _item_name = "item"
+    _item_type = None
+
+    def __init__(self, array, count):
+        self._a = array
+        self._n = count
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, index):
+        if not isinstance(index, int):
+            raise TypeError(f"{self._item_name} index must be an int, got {type(index).__name__}")
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError(f"{self._item_name} index out of range")
+        return self._item_type(self._a, self._a[index])
+
+
 def _shutdown():
     """Release this process's NVML initialization (at interpreter exit)."""
     if _state[0] == _INITIALIZED and _state[1] == os.getpid():

@@ -7,15 +7,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError
 from cuda_core._errors import check as check_cuda
 from cuda_core._loader import driver_version, load_driver
-from cuda_core.system._nvml import (
-    READ_FAILED,
-    check,
-    initialize,
-    out_result,
-    string_result,
-    struct_version,
-    two_call,
-)
+from cuda_core.system import _nvml
 from cuda_core.system.exceptions import LibraryNotFoundError, NvmlError
 
 __all__ = [
@@ -32,7 +24,7 @@ __all__ = [
 #: (NVML itself is loaded at the first call, not at import).
 CUDA_BINDINGS_NVML_IS_COMPATIBLE = True
 
-_BRANCH_VERSION = struct_version("nvmlSystemDriverBranchInfo_v1_t", 1)
+_BRANCH_VERSION = _nvml.struct_version("nvmlSystemDriverBranchInfo_v1_t", 1)
 
 
 def _is_wsl():
@@ -54,28 +46,28 @@ def get_user_mode_driver_version():
     cannot be loaded.
     """
     try:
-        initialize()
+        _nvml.initialize()
     except LibraryNotFoundError as exc:
         try:
             v = driver_version()
         except CUDAError:
             raise exc from None
     else:
-        v = out_result("int", lib.nvmlSystemGetCudaDriverVersion)
+        v = _nvml.out_result("int", lib.nvmlSystemGetCudaDriverVersion)
     return (v // 1000, (v // 10) % 100)
 
 
 def get_kernel_mode_driver_version():
     """Return the kernel-mode driver's version, e.g. ``(580, 65, 6)``."""
-    initialize()
-    text = string_result(lib.nvmlSystemGetDriverVersion, size=80)
+    _nvml.initialize()
+    text = _nvml.string_result(lib.nvmlSystemGetDriverVersion, size=80)
     return tuple(int(part) for part in text.split("."))
 
 
 def get_nvml_version():
     """Return NVML's version, e.g. ``(13, 580, 65, 6)``."""
-    initialize()
-    text = string_result(lib.nvmlSystemGetNVMLVersion, size=80)
+    _nvml.initialize()
+    text = _nvml.string_result(lib.nvmlSystemGetNVMLVersion, size=80)
     return tuple(int(part) for part in text.split("."))
 
 
@@ -85,10 +77,10 @@ def get_driver_branch():
     The branch is not the version's major number: driver 580.159.04
     reports ``"r582_49"``.
     """
-    initialize()
+    _nvml.initialize()
     info = ffi.new("nvmlSystemDriverBranchInfo_t *")
     info.version = _BRANCH_VERSION
-    check(lib.nvmlSystemGetDriverBranch(info, ffi.sizeof(info.branch)))
+    _nvml.check(lib.nvmlSystemGetDriverBranch(info, ffi.sizeof(info.branch)))
     return ffi.string(info.branch).decode()
 
 
@@ -99,7 +91,7 @@ def get_num_devices():
     cannot be loaded the CUDA driver counts (and does honour it).
     """
     n = lib.cc_nvml_device_count()
-    if n > READ_FAILED:
+    if n > _nvml.READ_FAILED:
         return n
     # Not loaded or initialized yet (or a failure): initialize, then ask again.
     return _count_devices()
@@ -107,13 +99,13 @@ def get_num_devices():
 
 def _count_devices():
     try:
-        initialize()
+        _nvml.initialize()
     except LibraryNotFoundError as exc:
         try:
             return _cuda_device_count()
         except CUDAError:
             raise exc from None
-    return out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
+    return _nvml.out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
 
 
 def get_process_name(pid):
@@ -127,22 +119,22 @@ def get_process_name(pid):
     NotFoundError
         If NVML knows no process ``pid``.
     """
-    initialize()
+    _nvml.initialize()
     saved = lib.cc_use_c_locale() if _ON_WSL else ffi.NULL
     try:
         _read_process_lists()
-        return string_result(lib.nvmlSystemGetProcessName, pid, size=1024)
+        return _nvml.string_result(lib.nvmlSystemGetProcessName, pid, size=1024)
     finally:
         if saved != ffi.NULL:
             lib.cc_restore_locale(saved)
 
 
 def _read_process_lists():
-    count = out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
+    count = _nvml.out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
     for i in range(count):
         try:
-            h = out_result("nvmlDevice_t", lib.nvmlDeviceGetHandleByIndex_v2, i)
-            two_call("nvmlProcessInfo_t", lib.nvmlDeviceGetComputeRunningProcesses_v3, h)
+            h = _nvml.out_result("nvmlDevice_t", lib.nvmlDeviceGetHandleByIndex_v2, i)
+            _nvml.two_call("nvmlProcessInfo_t", lib.nvmlDeviceGetComputeRunningProcesses_v3, h)
         except NvmlError:
             continue
 

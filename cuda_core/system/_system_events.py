@@ -13,10 +13,11 @@ import warnings
 import weakref
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._utils import Closeable
 from cuda_core.system._device import Device
 from cuda_core.system._device_events import event_mask
 from cuda_core.system._enums import from_nvml
-from cuda_core.system._nvml import check, initialize, is_initialized, struct_version
+from cuda_core.system._nvml import CArrayView, check, initialize, is_initialized, struct_version
 from cuda_core.system.exceptions import NvmlError
 from cuda_core.system.typing import SystemEventType
 
@@ -41,7 +42,7 @@ def register_events(events):
     return RegisteredSystemEvents(mask)
 
 
-class RegisteredSystemEvents:
+class RegisteredSystemEvents(Closeable):
     """A registered system event set; wait for events with :meth:`wait`."""
 
     def __init__(self, mask):
@@ -59,12 +60,6 @@ class RegisteredSystemEvents:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         state = "closed" if self._set is None else f"handle={self.handle:#x}"
@@ -111,28 +106,6 @@ class RegisteredSystemEvents:
         return SystemEvents(data, min(request.numEvent, buffer_size))
 
 
-class SystemEvents:
-    """The events one :meth:`RegisteredSystemEvents.wait` received."""
-
-    __slots__ = ("_a", "_n")
-
-    def __init__(self, array, count):
-        self._a = array
-        self._n = count
-
-    def __len__(self):
-        return self._n
-
-    def __getitem__(self, index):
-        if not isinstance(index, int):
-            raise TypeError(f"event index must be an int, got {type(index).__name__}")
-        if index < 0:
-            index += self._n
-        if not 0 <= index < self._n:
-            raise IndexError("event index out of range")
-        return SystemEvent(self._a, self._a[index])
-
-
 class SystemEvent:
     """One system event."""
 
@@ -165,6 +138,14 @@ class SystemEvent:
         gid = self._e.gpuId
         bus_id = f"{gid >> 16:08X}:{(gid >> 8) & 0xFF:02X}:{(gid >> 3) & 0x1F:02X}.{gid & 7}"
         return Device(pci_bus_id=bus_id)
+
+
+class SystemEvents(CArrayView):
+    """The events one :meth:`RegisteredSystemEvents.wait` received."""
+
+    __slots__ = ()
+    _item_name = "event"
+    _item_type = SystemEvent
 
 
 def _free_status(c_set):

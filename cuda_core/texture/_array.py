@@ -9,18 +9,17 @@ from math import prod
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle, check_or_create_options
+from cuda_core.texture._base import ArrayBase, check_array_options
 from cuda_core.texture._copy import copy_array
 from cuda_core.texture._formats import (
     CU_TO_FORMAT,
     FORMAT_TO_CU,
-    check_format_channels,
-    check_shape,
     copy_extent,
     descriptor_extent,
     element_bytes,
     shape_from_descriptor,
 )
-from cuda_core.texture._handle import Lifetime, SharedHandle, device_of
+from cuda_core.texture._handle import Lifetime, SharedHandle
 
 __all__ = ["OpaqueArray", "OpaqueArrayOptions"]
 
@@ -66,13 +65,10 @@ class OpaqueArrayOptions:
     is_layered: bool = False
 
     def __post_init__(self):
-        self.format = check_format_channels(self.format, self.num_channels)
-        self.is_surface_load_store = bool(self.is_surface_load_store)
-        self.is_layered = bool(self.is_layered)
-        self.shape = check_shape(self.shape, low=2 if self.is_layered else 1)
+        check_array_options(self)
 
 
-class OpaqueArray:
+class OpaqueArray(ArrayBase):
     """A CUDA array: GPU memory laid out by the driver for texture and surface access.
 
     Kernels reach it only through a :class:`~cuda_core.texture.TextureObject`
@@ -88,32 +84,11 @@ class OpaqueArray:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by ``Device.create_opaque_array``.
     """
 
-    __slots__ = (
-        "_handle",
-        "_shared",
-        "_life",
-        "_shape",
-        "_format",
-        "_num_channels",
-        "_surface_load_store",
-        "_layered",
-        "_device_id",
-        "__weakref__",
-    )
-
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError(
-            "OpaqueArray cannot be instantiated directly. Use Device.create_opaque_array()."
-        )
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
+    _factory = "Device.create_opaque_array"
+    __slots__ = ()
 
     def __repr__(self):
         return (
@@ -196,44 +171,12 @@ class OpaqueArray:
         return dst
 
     def _c_array(self):
-        if not self._handle:
-            raise RuntimeError("OpaqueArray is closed; it cannot be used after close()")
+        self._require_open()
         return ffi.cast("CUarray", self._handle)
 
     def _extent_bytes(self):
         """(width in bytes, height, depth) of a whole-array 3-D copy."""
         return copy_extent(self._shape, self._layered, self.element_bytes)
-
-    def _claim(self):
-        """Return the array's SharedHandle with one more claim (for textures, surfaces)."""
-        if not self._handle:
-            raise RuntimeError("OpaqueArray is closed; it cannot be used after close()")
-        return self._shared.retain()
-
-    @property
-    def handle(self):
-        """int: The ``CUarray`` address (0 once closed)."""
-        return self._handle
-
-    @property
-    def is_closed(self):
-        """bool: Whether :meth:`close` has been called."""
-        return not self._handle
-
-    @property
-    def shape(self):
-        """tuple of int: The allocation's extents, in elements (layers last)."""
-        return self._shape
-
-    @property
-    def format(self):
-        """ArrayFormatType: The element format."""
-        return self._format
-
-    @property
-    def num_channels(self):
-        """int: Channels per element (1, 2 or 4)."""
-        return self._num_channels
 
     @property
     def element_bytes(self):
@@ -245,29 +188,11 @@ class OpaqueArray:
         """int: Bytes of array storage (``prod(shape) * element_bytes``)."""
         return prod(self._shape) * self.element_bytes
 
-    @property
-    def device(self):
-        """Device: The device the array was allocated on."""
-        return device_of(self._device_id)
-
-    @property
-    def is_surface_load_store(self):
-        """bool: Whether the array can back a :class:`~cuda_core.texture.SurfaceObject`."""
-        return self._surface_load_store
-
-    @property
-    def is_layered(self):
-        """bool: Whether the array is layered (its last extent counts layers)."""
-        return self._layered
-
 
 def _create_opaque_array(options, device_id):
     """Allocate an :class:`OpaqueArray` in the current context (device ``device_id``)."""
     opts = check_or_create_options(OpaqueArrayOptions, options, "Opaque array options")
-    flags = lib.CUDA_ARRAY3D_SURFACE_LDST if opts.is_surface_load_store else 0
-    if opts.is_layered:
-        flags |= lib.CUDA_ARRAY3D_LAYERED
-    desc = _descriptor(opts.shape, opts.is_layered, opts.format, opts.num_channels, flags)
+    desc = _descriptor(opts)
     out = ffi.new("CUarray *")
     check(lib.cuArray3DCreate(out, desc), "cuArray3DCreate")
     shared = SharedHandle(as_int_handle(out[0]), _destroy_array, "CUDA array")
@@ -282,12 +207,15 @@ def _create_opaque_array(options, device_id):
     )
 
 
-def _descriptor(shape, layered, format, num_channels, flags):
-    """Return a filled ``CUDA_ARRAY3D_DESCRIPTOR *``."""
+def _descriptor(opts):
+    """Return a filled ``CUDA_ARRAY3D_DESCRIPTOR *`` for array or mipmapped-array options."""
+    flags = lib.CUDA_ARRAY3D_SURFACE_LDST if opts.is_surface_load_store else 0
+    if opts.is_layered:
+        flags |= lib.CUDA_ARRAY3D_LAYERED
     desc = ffi.new("CUDA_ARRAY3D_DESCRIPTOR *")
-    desc.Width, desc.Height, desc.Depth = descriptor_extent(shape, layered)
-    desc.Format = FORMAT_TO_CU[format]
-    desc.NumChannels = num_channels
+    desc.Width, desc.Height, desc.Depth = descriptor_extent(opts.shape, opts.is_layered)
+    desc.Format = FORMAT_TO_CU[opts.format]
+    desc.NumChannels = opts.num_channels
     desc.Flags = flags
     return desc
 

@@ -9,8 +9,8 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle, check_or_create_options, index_or_none
 from cuda_core.texture._array import _array_from_shared, _descriptor
-from cuda_core.texture._formats import check_format_channels, check_shape
-from cuda_core.texture._handle import Lifetime, SharedHandle, device_of
+from cuda_core.texture._base import ArrayBase, check_array_options
+from cuda_core.texture._handle import Lifetime, SharedHandle
 
 __all__ = ["MipmappedArray", "MipmappedArrayOptions"]
 
@@ -49,10 +49,7 @@ class MipmappedArrayOptions:
     is_layered: bool = False
 
     def __post_init__(self):
-        self.format = check_format_channels(self.format, self.num_channels)
-        self.is_surface_load_store = bool(self.is_surface_load_store)
-        self.is_layered = bool(self.is_layered)
-        self.shape = check_shape(self.shape, low=2 if self.is_layered else 1)
+        check_array_options(self)
         levels = index_or_none(self.num_levels)
         if levels is None:
             raise TypeError(f"num_levels must be an int, got {type(self.num_levels).__name__}")
@@ -61,7 +58,7 @@ class MipmappedArrayOptions:
         self.num_levels = levels
 
 
-class MipmappedArray:
+class MipmappedArray(ArrayBase):
     """A mipmapped CUDA array: a chain of levels, each half the size of the last.
 
     Sampled (with level selection and filtering between levels) through a
@@ -78,33 +75,11 @@ class MipmappedArray:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by ``Device.create_mipmapped_array``.
     """
 
-    __slots__ = (
-        "_handle",
-        "_shared",
-        "_life",
-        "_shape",
-        "_format",
-        "_num_channels",
-        "_num_levels",
-        "_surface_load_store",
-        "_layered",
-        "_device_id",
-        "__weakref__",
-    )
-
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError(
-            "MipmappedArray cannot be instantiated directly. Use Device.create_mipmapped_array()."
-        )
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
+    _factory = "Device.create_mipmapped_array"
+    __slots__ = ("_num_levels",)
 
     def __repr__(self):
         return (
@@ -149,73 +124,23 @@ class MipmappedArray:
             raise ValueError(f"level must be >= 0, got {lvl}")
         if lvl >= self._num_levels:
             raise ValueError(f"level ({lvl}) must be < num_levels ({self._num_levels})")
-        if not self._handle:
-            raise RuntimeError("MipmappedArray is closed; it cannot be used after close()")
+        self._require_open()
         out = ffi.new("CUarray *")
         c_mip = ffi.cast("CUmipmappedArray", self._handle)
         check(lib.cuMipmappedArrayGetLevel(out, c_mip, lvl), "cuMipmappedArrayGetLevel")
         shared = SharedHandle(as_int_handle(out[0]), None, "mipmap level", parent=self._shared)
         return _array_from_shared(shared, self._device_id)
 
-    def _claim(self):
-        """Return the SharedHandle with one more claim (for texture objects)."""
-        if not self._handle:
-            raise RuntimeError("MipmappedArray is closed; it cannot be used after close()")
-        return self._shared.retain()
-
-    @property
-    def handle(self):
-        """int: The ``CUmipmappedArray`` address (0 once closed)."""
-        return self._handle
-
-    @property
-    def is_closed(self):
-        """bool: Whether :meth:`close` has been called."""
-        return not self._handle
-
-    @property
-    def shape(self):
-        """tuple of int: The base level's extents, in elements."""
-        return self._shape
-
-    @property
-    def format(self):
-        """ArrayFormatType: The element format."""
-        return self._format
-
-    @property
-    def num_channels(self):
-        """int: Channels per element (1, 2 or 4)."""
-        return self._num_channels
-
     @property
     def num_levels(self):
         """int: The number of mip levels."""
         return self._num_levels
 
-    @property
-    def is_surface_load_store(self):
-        """bool: Whether each level can back a surface."""
-        return self._surface_load_store
-
-    @property
-    def is_layered(self):
-        """bool: Whether the mipmapped array is layered."""
-        return self._layered
-
-    @property
-    def device(self):
-        """Device: The device the mipmapped array was allocated on."""
-        return device_of(self._device_id)
-
 
 def _create_mipmapped_array(options, device_id):
     """Allocate a :class:`MipmappedArray` in the current context (device ``device_id``)."""
     opts = check_or_create_options(MipmappedArrayOptions, options, "Mipmapped array options")
-    flags = lib.CUDA_ARRAY3D_SURFACE_LDST if opts.is_surface_load_store else 0
-    if opts.is_layered:
-        flags |= lib.CUDA_ARRAY3D_LAYERED
-    desc = _descriptor(opts.shape, opts.is_layered, opts.format, opts.num_channels, flags)
+    desc = _descriptor(opts)
     out = ffi.new("CUmipmappedArray *")
     check(lib.cuMipmappedArrayCreate(out, desc, opts.num_levels), "cuMipmappedArrayCreate")
     self = object.__new__(MipmappedArray)

@@ -8,6 +8,7 @@ from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._release import claim_allocation
 from cuda_core._utils import index_or_none
 from cuda_core.texture._array import OpaqueArray
+from cuda_core.texture._base import ElementFormat
 from cuda_core.texture._formats import FORMAT_TO_CU, check_format_channels, element_bytes
 from cuda_core.texture._mipmapped_array import MipmappedArray
 
@@ -19,7 +20,7 @@ _LINEAR = "linear"
 _PITCH2D = "pitch2d"
 
 
-class ResourceDescriptor:
+class ResourceDescriptor(ElementFormat):
     """The memory behind a :class:`~cuda_core.texture.TextureObject` or surface.
 
     Made by one of the ``from_*`` class methods:
@@ -39,7 +40,7 @@ class ResourceDescriptor:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by a ``from_*`` class method.
     """
 
     __slots__ = (
@@ -249,16 +250,6 @@ class ResourceDescriptor:
     def source(self):
         """The OpaqueArray, MipmappedArray or Buffer described."""
         return self._source
-
-    @property
-    def format(self):
-        """ArrayFormatType or None: The element format (None for array kinds)."""
-        return self._format
-
-    @property
-    def num_channels(self):
-        """int or None: Channels per element (None for array kinds)."""
-        return self._num_channels
 
     @property
     def size_bytes(self):

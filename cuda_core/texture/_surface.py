@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core.texture._handle import Lifetime, device_of
+from cuda_core.texture._base import BoundObject
+from cuda_core.texture._handle import Lifetime
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.texture._texture import KERNEL_ARG_MARKER, _closed_argument
 
 __all__ = ["SurfaceObject"]
 
 
-class SurfaceObject:
+class SurfaceObject(BoundObject):
     """A bindless surface: typed loads and stores to a CUDA array from kernels.
 
     No sampling: kernels address it with integer coordinates (the x
@@ -26,24 +27,11 @@ class SurfaceObject:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by ``Device.create_surface_object``.
     """
 
+    _factory = "Device.create_surface_object"
     __slots__ = ("_handle", "_life", "_resource", "_device_id", "_buffer", "__weakref__")
-
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError(
-            "SurfaceObject cannot be instantiated directly. Use Device.create_surface_object()."
-        )
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
-
-    def __repr__(self):
-        return f"SurfaceObject(handle=0x{self._handle:x})"
 
     def close(self):
         """Destroy the surface object and drop its claim on the array (idempotent).
@@ -61,26 +49,6 @@ class SurfaceObject:
     def _karg(self):
         """The handle as a kernel argument; RuntimeError if closed."""
         return self._handle or _closed_argument(self)
-
-    @property
-    def handle(self):
-        """int: The ``CUsurfObject`` (0 once closed)."""
-        return self._handle
-
-    @property
-    def is_closed(self):
-        """bool: Whether :meth:`close` has been called."""
-        return not self._handle
-
-    @property
-    def resource(self):
-        """ResourceDescriptor: The array the surface accesses (None once closed)."""
-        return self._resource
-
-    @property
-    def device(self):
-        """Device: The device the surface was created on."""
-        return device_of(self._device_id)
 
 
 setattr(SurfaceObject, KERNEL_ARG_MARKER, "u64")

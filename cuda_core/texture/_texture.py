@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import check_or_create_options, index_or_none
-from cuda_core.texture._handle import Lifetime, device_of
+from cuda_core.texture._base import BoundObject
+from cuda_core.texture._handle import Lifetime
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.typing import AddressModeType, FilterModeType, ReadModeType
 
@@ -95,7 +96,7 @@ class TextureObjectOptions:
         )
 
 
-class TextureObject:
+class TextureObject(BoundObject):
     """A bindless texture: sampled reads of an array, mipmap or linear memory.
 
     Pass it to :func:`~cuda_core.launch` (or its :attr:`handle`) for a
@@ -107,9 +108,10 @@ class TextureObject:
     Raises
     ------
     RuntimeError
-        On direct construction.
+        If constructed directly instead of by ``Device.create_texture_object``.
     """
 
+    _factory = "Device.create_texture_object"
     __slots__ = (
         "_handle",
         "_life",
@@ -119,20 +121,6 @@ class TextureObject:
         "_device_id",
         "__weakref__",
     )
-
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError(
-            "TextureObject cannot be instantiated directly. Use Device.create_texture_object()."
-        )
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
-
-    def __repr__(self):
-        return f"TextureObject(handle=0x{self._handle:x})"
 
     def close(self):
         """Destroy the texture object and drop its claim on its memory (idempotent).
@@ -153,29 +141,9 @@ class TextureObject:
         return self._handle or _closed_argument(self)
 
     @property
-    def handle(self):
-        """int: The ``CUtexObject`` (0 once closed)."""
-        return self._handle
-
-    @property
-    def is_closed(self):
-        """bool: Whether :meth:`close` has been called."""
-        return not self._handle
-
-    @property
-    def resource(self):
-        """ResourceDescriptor: What the texture reads (None once closed)."""
-        return self._resource
-
-    @property
     def options(self):
         """TextureObjectOptions: How the texture samples."""
         return self._options
-
-    @property
-    def device(self):
-        """Device: The device the texture was created on."""
-        return device_of(self._device_id)
 
 
 setattr(TextureObject, KERNEL_ARG_MARKER, "u64")

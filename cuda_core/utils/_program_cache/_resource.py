@@ -11,11 +11,12 @@ import collections.abc
 from pathlib import Path
 
 from cuda_core._module import ObjectCode
+from cuda_core._utils import Closeable
 
 __all__ = ["ProgramCacheResource"]
 
 
-class ProgramCacheResource(abc.ABC):
+class ProgramCacheResource(abc.ABC, Closeable):
     """Interface of a compiled-program cache: ``bytes``/``str`` keys to bytes.
 
     A ``str`` key is the same entry as its UTF-8 encoding.  Values may be
@@ -78,12 +79,6 @@ class ProgramCacheResource(abc.ABC):
 
     def close(self):  # noqa: B027 - deliberately a no-op default
         """Release resources held by the cache (nothing by default)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 # -- private helpers -------------------------------------------------------------
