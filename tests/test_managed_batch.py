@@ -296,6 +296,9 @@ def test_last_prefetch_location_is_read_only():
 # GPU
 # --------------------------------------------------------------------------
 SIZE = 1 << 20  # whole pages, so each range's last prefetch location is defined
+#: Buffers that are discarded span whole 2 MiB pages of their own (the driver
+#: discards at its page granularity; two 1 MiB buffers may share a 2 MiB page).
+DISCARD_SIZE = 4 << 20
 
 
 class CuMemAllocManagedResource(MemoryResource):
@@ -359,8 +362,8 @@ def managed(device):
     made = []
     mr = CuMemAllocManagedResource()
 
-    def make(n):
-        bufs = [mr.allocate(SIZE, stream=None) for _ in range(n)]
+    def make(n, size=SIZE):
+        bufs = [mr.allocate(size, stream=None) for _ in range(n)]
         made.extend(bufs)
         return bufs
 
@@ -424,7 +427,8 @@ def test_prefetch_batch_then_copy_batch_with_hints(device, stream, managed):
 
 @pytest.mark.gpu
 def test_discard_batch_then_rewrite(device, stream, managed):
-    bufs = managed(4)
+    # Discards act on whole (large) pages: buffers of DISCARD_SIZE never share one.
+    bufs = managed(4, DISCARD_SIZE)
     for buf in bufs:
         _fill_host(buf, 0xAB)
     prefetch_batch(stream, bufs, device)
@@ -449,7 +453,7 @@ def test_discard_batch_then_rewrite(device, stream, managed):
 
 @pytest.mark.gpu
 def test_discard_prefetch_batch(device, stream, managed):
-    bufs = managed(4)
+    bufs = managed(4, DISCARD_SIZE)
     for buf in bufs:
         _fill_host(buf, 0x77)
     dev_id = device.device_id

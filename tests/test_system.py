@@ -430,3 +430,27 @@ def test_helper_classes_report_upstreams_module():
         for name in mod.__all__:
             assert getattr(mod, name).__module__ == "cuda_core.system._device"
     assert system.Device.__module__ == "cuda_core.system._device"
+
+
+def test_memory_info_snapshots_read_their_own_struct_fields():
+    """MemoryInfo copies nvmlMemory_v2_t's four numbers; BAR1MemoryInfo the
+    three of nvmlBAR1Memory_t (whose fields are named bar1Total/Free/Used)."""
+    from cuda_core._cuda_ffi import ffi
+    from cuda_core.system._device_info import BAR1MemoryInfo, MemoryInfo
+
+    bar1 = ffi.new("nvmlBAR1Memory_t *")
+    bar1.bar1Total, bar1.bar1Free, bar1.bar1Used = 256 << 20, 200 << 20, 56 << 20
+    info = BAR1MemoryInfo(bar1)
+    bar1.bar1Total = 0  # a snapshot: later changes to the struct do not show
+    assert (info.total, info.free, info.used) == (256 << 20, 200 << 20, 56 << 20)
+    with pytest.raises(AttributeError, match="reserved"):
+        _ = info.reserved
+    mem = ffi.new("nvmlMemory_v2_t *")
+    mem.total, mem.reserved, mem.free, mem.used = 80 << 30, 1 << 30, 70 << 30, 9 << 30
+    snap = MemoryInfo(mem)
+    assert (snap.total, snap.reserved, snap.free, snap.used) == (
+        80 << 30,
+        1 << 30,
+        70 << 30,
+        9 << 30,
+    )

@@ -78,24 +78,32 @@ class MemoryInfo:
 
 
 class BAR1MemoryInfo(MemoryInfo):
-    """BAR1 (host-visible) memory in bytes: ``total``, ``free`` and ``used``."""
+    """BAR1 (host-visible) memory in bytes: ``total``, ``free`` and ``used``.
+
+    A snapshot of the three numbers of NVML's ``nvmlBAR1Memory_t``.
+    """
 
     __slots__ = ()
+
+    def __init__(self, struct):
+        self._total = struct.bar1Total
+        self._free = struct.bar1Free
+        self._used = struct.bar1Used
 
     @property
     def free(self):
         """int: Unallocated BAR1 memory, in bytes."""
-        return self._s.bar1Free
+        return self._free
 
     @property
     def total(self):
         """int: BAR1 memory size, in bytes."""
-        return self._s.bar1Total
+        return self._total
 
     @property
     def used(self):
         """int: Allocated BAR1 memory, in bytes."""
-        return self._s.bar1Used
+        return self._used
 
     @property
     def reserved(self):
