@@ -74,7 +74,8 @@ def _setup(core, texture, typing):
     if dev.compute_capability[0] >= 9:
         buf = dev.allocate(1024 * 1024 * 4, stream=stream)
         stream.sync()
-        view = core.utils.StridedMemoryView.from_buffer(buf, (1024, 1024), dtype=np.float32)
+        f32 = np.dtype(np.float32)  # cuda.core's from_buffer wants a numpy.dtype instance
+        view = core.utils.StridedMemoryView.from_buffer(buf, (1024, 1024), dtype=f32)
 
         def encode():
             view.as_tensor_map(box_dim=(32, 32))
