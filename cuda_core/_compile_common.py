@@ -9,10 +9,14 @@ reading a compiler's or linker's log.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from cuda_core._context import _current_device_arch
 from cuda_core._errors import CUDAError
 from cuda_core._errors import read_log as _read_log
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 __all__ = ["read_log"]
 
@@ -25,7 +29,12 @@ _SUPPORTED_TARGETS = {
 }
 
 
-def read_log(handle, get_size, get_log, check):
+def read_log(
+    handle: Any,
+    get_size: Callable[..., int],
+    get_log: Callable[..., int],
+    check: Callable[[int], object],
+) -> str | None:
     """Return the log of an NVVM program or nvJitLink handle as ``str``.
 
     ``get_size``/``get_log`` are the library's log size and log functions;
@@ -40,7 +49,7 @@ def read_log(handle, get_size, get_log, check):
 # -- the default architecture ------------------------------------------------------
 
 
-def _device_arch(owner):
+def _device_arch(owner: str) -> str:
     """Return ``"sm_XY"`` for ``Device()``, or raise a ValueError saying to pass arch=."""
     arch, reason = _query_device_arch()
     if arch is None:
@@ -51,7 +60,7 @@ def _device_arch(owner):
     return arch
 
 
-def _query_device_arch():
+def _query_device_arch() -> tuple[str, None] | tuple[None, str]:
     """Return ``("sm_XY", None)`` for ``Device()``'s device, or ``(None, reason)``."""
     try:
         return f"sm_{_current_device_arch()}", None
@@ -62,7 +71,7 @@ def _query_device_arch():
 # -- option field checks ---------------------------------------------------------
 
 
-def _check_str(owner, field, value, *, path_ok=False):
+def _check_str(owner: str, field: str, value: object, *, path_ok: bool = False) -> None:
     if value is None:
         return
     ok = isinstance(value, str) or (path_ok and isinstance(value, os.PathLike))
@@ -71,14 +80,22 @@ def _check_str(owner, field, value, *, path_ok=False):
         raise TypeError(f"{owner}.{field} must be {accepted}, not {type(value).__name__}")
 
 
-def _check_bool(owner, field, value):
+def _check_bool(owner: str, field: str, value: object) -> None:
     if value is not None and not isinstance(value, bool):
         raise TypeError(
             f"{owner}.{field} must be True, False or None, not {type(value).__name__} ({value!r})"
         )
 
 
-def _check_int(owner, field, value, low=None, high=None, *, allow_bool=False):
+def _check_int(
+    owner: str,
+    field: str,
+    value: object,
+    low: int | None = None,
+    high: int | None = None,
+    *,
+    allow_bool: bool = False,
+) -> None:
     if value is None:
         return
     if (isinstance(value, bool) and not allow_bool) or not isinstance(value, int):
@@ -89,7 +106,7 @@ def _check_int(owner, field, value, low=None, high=None, *, allow_bool=False):
         raise ValueError(f"{owner}.{field} must be between {low} and {high}, got {value}")
 
 
-def _check_str_or_seq(owner, field, value, *, path_ok=False):
+def _check_str_or_seq(owner: str, field: str, value: object, *, path_ok: bool = False) -> None:
     if value is None or isinstance(value, str) or (path_ok and isinstance(value, os.PathLike)):
         return
     if isinstance(value, (list, tuple)):
@@ -102,7 +119,7 @@ def _check_str_or_seq(owner, field, value, *, path_ok=False):
     )
 
 
-def _check_arch(owner, arch):
+def _check_arch(owner: str, arch: object) -> None:
     if not isinstance(arch, str):
         raise TypeError(f"{owner}.arch must be a str such as 'sm_90', not {type(arch).__name__}")
     prefix, _, rest = arch.partition("_")

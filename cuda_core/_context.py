@@ -15,24 +15,30 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import DeviceResources
 from cuda_core._errors import CUDAError, check
 from cuda_core._utils import as_int_handle, require_open
 
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from cuda_core._stream import Stream
+
 __all__ = ["Context"]
 
 # Contexts this process knows the device of (the retained primary contexts
 # and every context a Context object was made for): handle int -> device id.
-_KNOWN_DEVICES = {}
+_KNOWN_DEVICES: dict[int, int] = {}
 _tls = threading.local()
 # Green contexts by handle int, so that a handle read back from the driver
 # (set_current's previous context) gives the same Context object.
-_GREEN_CONTEXTS = weakref.WeakValueDictionary()
+_GREEN_CONTEXTS: weakref.WeakValueDictionary[int, Context] = weakref.WeakValueDictionary()
 # [function(ctx, options) -> Stream] creating a green context's streams;
 # filled by cuda_core._green_context (streams are a higher layer).
-_GREEN_STREAM_FACTORY = []
+_GREEN_STREAM_FACTORY: list[Callable[[Context, Any], Stream]] = []
 
 
 class Context:
@@ -52,14 +58,20 @@ class Context:
 
     __slots__ = ("_handle", "_h", "_device_id", "_closed", "_green", "__weakref__")
 
-    def __init__(self, *args, **kwargs):
+    _handle: Any  # CUcontext cdata
+    _h: int
+    _device_id: int
+    _closed: bool
+    _green: Any  # the green context's owner (cuda_core._green_context), or None
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
         raise RuntimeError(
             "Context objects cannot be instantiated directly. Please use Device or Stream "
             "APIs (Device.context, Stream.context, Device.set_current)."
         )
 
     @classmethod
-    def _from_ctx(cls, c_ctx, device_id):
+    def _from_ctx(cls, c_ctx: Any, device_id: int) -> Context:
         """Wrap the ``CUcontext`` cdata ``c_ctx`` that belongs to ``device_id``."""
         self = object.__new__(cls)
         self._handle = c_ctx
@@ -71,27 +83,27 @@ class Context:
         return self
 
     @classmethod
-    def _from_green(cls, c_ctx, device_id, owner):
+    def _from_green(cls, c_ctx: Any, device_id: int, owner: Any) -> Context:
         """Wrap the ``CUcontext`` of a green context; ``owner`` holds the ``CUgreenCtx``."""
         self = cls._from_ctx(c_ctx, device_id)
         self._green = owner
         _GREEN_CONTEXTS[self._h] = self
         return self
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Context):
             return NotImplemented
         return self._h == other._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((Context, self._h))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = " (closed)" if self._closed else ""
         green = " green" if self._green is not None else ""
         return f"<Context handle={self._h:#x} device={self._device_id}{green}{state}>"
 
-    def close(self):
+    def close(self) -> None:
         """Release this wrapper; later use of it raises RuntimeError.
 
         A primary context is retained once per process by
@@ -122,7 +134,7 @@ class Context:
         if green is not None:
             green.release()
 
-    def create_stream(self, options=None):
+    def create_stream(self, options: Any = None) -> Stream:
         """Create a stream bound to this green context.
 
         Parameters
@@ -151,23 +163,23 @@ class Context:
         return _GREEN_STREAM_FACTORY[0](self, options)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the underlying ``CUcontext``."""
         require_open(self, self._closed, "Context")
         return self._h
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return self._closed
 
     @property
-    def is_green(self):
+    def is_green(self) -> bool:
         """bool: Whether this context was created from device resources (a green context)."""
         return self._green is not None
 
     @property
-    def resources(self):
+    def resources(self) -> DeviceResources:
         """DeviceResources: The resources provisioned for this context.
 
         A green context's are those it was created with (its SM partition);
@@ -181,7 +193,9 @@ class Context:
         require_open(self, self._closed, "Context")
         green = self._green
         c_green = None if green is None else green.c_green
-        return DeviceResources._for_context(self._device_id, self._handle, c_green, self)
+        return DeviceResources._for_context(  # type: ignore[no-untyped-call, no-any-return, unused-ignore]
+            self._device_id, self._handle, c_green, self
+        )
 
 
 # --------------------------------------------------------------------------
@@ -203,7 +217,14 @@ class _Buffers:
         "f32",
     )
 
-    def __init__(self):
+    ctx: Any
+    dev: Any
+    stream: Any
+    stream_int: Any
+    i32: Any
+    f32: Any
+
+    def __init__(self) -> None:
         self.ctx = ffi.new("CUcontext *")
         self.dev = ffi.new("CUdevice *")
         self.stream = ffi.new("CUstream *")
@@ -212,33 +233,33 @@ class _Buffers:
         self.f32 = ffi.new("float *")
 
 
-def _bufs():
+def _bufs() -> _Buffers:
     """Return the calling thread's :class:`_Buffers` (hot paths inline this lookup)."""
     try:
-        return _tls.b
+        return _tls.b  # type: ignore[no-any-return]
     except AttributeError:
         buffers = _tls.b = _Buffers()
         return buffers
 
 
-def _ctx_out():
+def _ctx_out() -> Any:
     """Return this thread's reusable ``CUcontext *`` out-parameter."""
     return _bufs().ctx
 
 
-def _dev_out():
+def _dev_out() -> Any:
     """Return this thread's reusable ``CUdevice *`` out-parameter."""
     return _bufs().dev
 
 
-def _current_ctx():
+def _current_ctx() -> Any:
     """Return the calling thread's current ``CUcontext`` cdata (may be NULL)."""
     out = _bufs().ctx
     check(lib.cuCtxGetCurrent(out))
     return out[0]
 
 
-def _push_if_needed(c_ctx):
+def _push_if_needed(c_ctx: Any) -> bool:
     """Make ``c_ctx`` current if it is not; return True when it was pushed.
 
     ``c_ctx`` None means "whatever is current" and pushes nothing.  A True
@@ -254,12 +275,12 @@ def _push_if_needed(c_ctx):
     return True
 
 
-def _pop():
+def _pop() -> None:
     """Pop the context pushed by :func:`_push_if_needed`."""
     check(lib.cuCtxPopCurrent(_bufs().ctx))
 
 
-def _device_of_ctx(c_ctx):
+def _device_of_ctx(c_ctx: Any) -> int:
     """Return the device ordinal of context ``c_ctx`` (cached per handle)."""
     h = as_int_handle(c_ctx)
     dev = _KNOWN_DEVICES.get(h)
@@ -277,7 +298,7 @@ def _device_of_ctx(c_ctx):
     return dev
 
 
-def _context_of(c_ctx):
+def _context_of(c_ctx: Any) -> Context | None:
     """Return a :class:`Context` for the ``CUcontext`` cdata ``c_ctx`` (None for NULL)."""
     if c_ctx == ffi.NULL:
         return None
@@ -287,7 +308,7 @@ def _context_of(c_ctx):
     return Context._from_ctx(c_ctx, _device_of_ctx(c_ctx))
 
 
-def _current_device_id():
+def _current_device_id() -> int:
     """Return the device ordinal of the calling thread's current context.
 
     Raises
@@ -303,7 +324,7 @@ def _current_device_id():
     return int(out[0])
 
 
-def _current_device_id_or_none():
+def _current_device_id_or_none() -> int | None:
     """Return the device of the calling thread's current context, or None.
 
     None when no driver is loadable, the driver is not initialized, or no
@@ -317,7 +338,7 @@ def _current_device_id_or_none():
     return int(out.dev[0])
 
 
-def _current_device_arch():
+def _current_device_arch() -> str:
     """Return the compute capability digits (``"90"``) of ``Device()``'s device.
 
     That is the device of the calling thread's current context, or device 0

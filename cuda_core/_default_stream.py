@@ -20,7 +20,7 @@ LEGACY_DEFAULT_STREAM = Stream._legacy_default()
 PER_THREAD_DEFAULT_STREAM = Stream._per_thread_default()
 
 
-def default_stream():
+def default_stream() -> Stream:
     """Return the default stream chosen by the environment.
 
     :data:`PER_THREAD_DEFAULT_STREAM` when the environment variable
@@ -41,7 +41,7 @@ def default_stream():
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _leading_int(text):
+def _leading_int(text: str) -> int:
     """Return the integer at the start of ``text`` (0 if none), as C's strtol does."""
     text = text.lstrip()
     end = 0

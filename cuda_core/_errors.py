@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi, lib
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    _E = TypeVar("_E", bound=type)
 
 __all__ = [
     "CUDAError",
@@ -50,7 +56,14 @@ class CUDAError(Exception):
         The compiler or linker log, for the subclasses that have one.
     """
 
-    def __init__(self, message, *, code=None, name=None, log=None):
+    def __init__(
+        self,
+        message: object,
+        *,
+        code: int | None = None,
+        name: str | None = None,
+        log: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.name = name
@@ -80,7 +93,7 @@ class CUDAWarning(RuntimeWarning):
     """A CUDA failure that cannot be raised (finalizers, callbacks, cleanup)."""
 
 
-def shown_as(base):
+def shown_as(base: type[BaseException]) -> Callable[[_E], _E]:
     """Class decorator: name and print an exception class as ``base``.
 
     For the package's private exception classes that reach the user, most of
@@ -91,7 +104,7 @@ def shown_as(base):
     real class (see :func:`_rebuild_shown`).
     """
 
-    def decorate(cls):
+    def decorate(cls: _E) -> _E:
         if not issubclass(cls, base):
             raise TypeError(f"{cls.__qualname__} is not a subclass of {base.__qualname__}")
         where = (cls.__module__, cls.__qualname__)
@@ -99,7 +112,7 @@ def shown_as(base):
         cls.__qualname__ = base.__qualname__
         cls.__module__ = base.__module__
 
-        def __reduce__(self):
+        def __reduce__(self: BaseException) -> tuple[Any, ...]:
             return (_rebuild_shown, (*where, self.args, self.__dict__ or None))
 
         cls.__reduce__ = __reduce__
@@ -335,7 +348,12 @@ def _library_not_loaded(which):
     return CUDAError(f"{which} was not loaded before use")
 
 
-def read_log(get_size, get_log, handle, decode_errors="replace"):
+def read_log(
+    get_size: Callable[..., int],
+    get_log: Callable[..., int],
+    handle: Any,
+    decode_errors: str = "replace",
+) -> tuple[str | None, int]:
     """Read a compiler or linker log: return ``(text, 0)``, or ``(None, status)``.
 
     ``get_size``/``get_log`` are the library's log size and log functions; an

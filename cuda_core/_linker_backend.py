@@ -17,10 +17,10 @@ from cuda_core.typing import CompilerBackendType
 __all__ = ["which_backend"]
 
 _BACKEND_LOCK = threading.Lock()
-_BACKEND = None  # CompilerBackendType, decided once
+_BACKEND: CompilerBackendType | None = None  # decided once
 
 
-def which_backend(stacklevel):
+def which_backend(stacklevel: int) -> CompilerBackendType:
     """Return the process's linking backend, deciding it at the first call.
 
     Falling back to the driver emits a :class:`RuntimeWarning` at
@@ -37,10 +37,10 @@ def which_backend(stacklevel):
     return _BACKEND
 
 
-def _decide_backend():
+def _decide_backend() -> tuple[CompilerBackendType, str | None]:
     """Return ``(backend, reason_for_fallback_or_None)``."""
 
-    def fallback(why):
+    def fallback(why: str) -> tuple[CompilerBackendType, str | None]:
         return CompilerBackendType.DRIVER, (
             f"{why}; the CUDA driver's cuLink* API will be used for linking instead; it "
             "cannot link LTO-IR or emit PTX. Install nvJitLink 12.3 or newer "

@@ -146,7 +146,7 @@ def _try_load(index, path, attempts):
     return False
 
 
-def ensure_loaded(name):
+def ensure_loaded(name: str) -> None:
     """Load library ``name`` ("nvrtc", "nvjitlink" or "nvvm") if needed.
 
     Raises
@@ -223,7 +223,7 @@ def _driver_major():
         return None
 
 
-def install_hint(name):
+def install_hint(name: str) -> str:
     """Return the pip command that installs library ``name`` for this machine.
 
     It names the extra for the driver's CUDA major version where a CUDA 12 or
@@ -335,7 +335,7 @@ def nvrtc_version():
     return _versions.get("nvrtc") or _read_version("nvrtc")
 
 
-def nvjitlink_version():
+def nvjitlink_version() -> tuple[int, int]:
     """Return nvJitLink's ``(major, minor)``, loading it if needed."""
     return _versions.get("nvjitlink") or _read_version("nvjitlink")
 

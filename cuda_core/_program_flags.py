@@ -12,8 +12,12 @@ same program cache keys) for the same options.  :meth:`ProgramOptions.as_bytes
 from __future__ import annotations
 
 import collections.abc
+from typing import TYPE_CHECKING
 
 from cuda_core._errors import CUDAError, shown_as
+
+if TYPE_CHECKING:
+    from cuda_core._program_options import ProgramOptions
 
 __all__ = ["nvrtc_flags", "nvvm_flags"]
 
@@ -117,7 +121,7 @@ _NVVM_UNSUPPORTED = (
 _MACRO_UNION = "Union[str, tuple[str, str]]"
 
 
-def nvrtc_flags(options):
+def nvrtc_flags(options: ProgramOptions) -> list[bytes]:
     """Return the NVRTC flags (``list`` of ``bytes``) for ``options``.
 
     Values are rendered as given (``f"--maxrregcount={value}"``); NVRTC
@@ -153,7 +157,7 @@ def nvrtc_flags(options):
     return [o.encode() for o in out]
 
 
-def nvvm_flags(options):
+def nvvm_flags(options: ProgramOptions) -> list[bytes]:
     """Return the libNVVM flags (``list`` of ``bytes``) for ``options``, without ``-gen-lto``.
 
     Order: ``-arch`` (``sm_XY`` becomes ``compute_XY``), ``-g``,
@@ -201,7 +205,7 @@ class _UnsupportedOptionError(CUDAError, ValueError):
     """An option the chosen backend cannot take (a CUDAError as in ``cuda.core``)."""
 
 
-def _one_macro(out, macro):
+def _one_macro(out: list[str], macro: object) -> bool:
     """Append the flag of a str or ``(name, value)`` macro; return False for anything else."""
     if isinstance(macro, str):
         out.append(f"--define-macro={macro}")
@@ -214,7 +218,7 @@ def _one_macro(out, macro):
     return False
 
 
-def _define_macro_flags(out, value):
+def _define_macro_flags(out: list[str], value: object) -> None:
     """Append the ``--define-macro`` flags of ``value`` (checked only here, as upstream)."""
     if _one_macro(out, value):
         return

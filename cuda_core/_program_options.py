@@ -191,7 +191,7 @@ class ProgramOptions:
         # AttributeError), extra_sources is checked, the architecture comes
         # from the current device, and every other field is taken as given --
         # the flags render it and the compiler judges it.
-        self._name = self.name.encode()
+        self._name = self.name.encode()  # type: ignore[union-attr]  # None raises, as upstream
         _check_extra_sources(self.extra_sources)
         self._arch_error = None
         if self.arch is None:
@@ -238,7 +238,7 @@ class ProgramOptions:
             return flags
         raise ValueError(f"Unknown backend '{backend}'. Must be one of: 'nvrtc', 'nvvm'")
 
-    def _arch(self):
+    def _arch(self) -> str:
         if self.arch is not None:
             return self.arch
         if self._arch_error is not None:
@@ -249,7 +249,7 @@ class ProgramOptions:
                 return arch
         return _device_arch("ProgramOptions")
 
-    def _extra_sources_bytes(self):
+    def _extra_sources_bytes(self) -> list[tuple[bytes, bytes]] | None:
         """Return extra_sources as ``[(name_bytes, source_bytes), ...]`` or None."""
         if self.extra_sources is None:
             return None
@@ -264,7 +264,7 @@ class ProgramOptions:
 # -- private helpers ---------------------------------------------------------------
 
 
-def _translate_to_linker_options(options):
+def _translate_to_linker_options(options: ProgramOptions) -> LinkerOptions:
     """Map the ProgramOptions a PTX program uses onto LinkerOptions."""
     return LinkerOptions(
         name=options.name,
@@ -284,7 +284,7 @@ def _translate_to_linker_options(options):
     )
 
 
-def _check_extra_sources(value):
+def _check_extra_sources(value: object) -> None:
     if value is None:
         return
     if not isinstance(value, (list, tuple)):

@@ -121,12 +121,12 @@ class Stream(Closeable):
         return self
 
     @classmethod
-    def _legacy_default(cls):
+    def _legacy_default(cls) -> Stream:
         """Return a legacy default stream object (handle ``CU_STREAM_LEGACY``)."""
         return cls._new(ffi.cast("CUstream", 1), _BUILTIN)
 
     @classmethod
-    def _per_thread_default(cls):
+    def _per_thread_default(cls) -> Stream:
         """Return a per-thread default stream object (handle ``CU_STREAM_PER_THREAD``)."""
         return cls._new(ffi.cast("CUstream", 2), _BUILTIN)
 

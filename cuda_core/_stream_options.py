@@ -10,17 +10,21 @@ read once per device) when the stream is created.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import index_or_none
 
+if TYPE_CHECKING:
+    from cuda_core._context import Context
+
 __all__ = ["StreamOptions"]
 
 # device ordinal -> (least priority, greatest priority); device-wide facts.
-_PRIORITY_RANGES = {}
-_LEAST_PRIORITY = {}  # device ordinal -> default (lowest) priority
+_PRIORITY_RANGES: dict[int, tuple[int, int]] = {}
+_LEAST_PRIORITY: dict[int, int] = {}  # device ordinal -> default (lowest) priority
 
 
 @dataclass
@@ -47,7 +51,7 @@ class StreamOptions:
     nonblocking: bool = True
     priority: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         value = self.nonblocking
         if isinstance(value, bool):
             pass
@@ -60,16 +64,16 @@ class StreamOptions:
             )
         priority = self.priority
         if priority is not None:
-            value = index_or_none(priority)
-            if value is None:
+            index = index_or_none(priority)
+            if index is None:
                 raise TypeError(
                     "StreamOptions.priority must be an int or None, got "
                     f"{priority!r} of type {type(priority).__name__}"
                 )
-            self.priority = value
+            self.priority = index
 
 
-def _priority_range(ctx):
+def _priority_range(ctx: Context) -> tuple[int, int]:
     """Return (least, greatest) stream priority on ``ctx``'s device (cached per device)."""
     rng = _PRIORITY_RANGES.get(ctx._device_id)
     if rng is None:
@@ -86,7 +90,7 @@ def _priority_range(ctx):
     return rng
 
 
-def _checked_priority(ctx, priority):
+def _checked_priority(ctx: Context, priority: int | None) -> int:
     """Return ``priority`` (None: the least) after checking it against ``ctx``'s device range."""
     least, greatest = _priority_range(ctx)
     if priority is None:

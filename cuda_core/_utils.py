@@ -12,6 +12,7 @@ from cuda_core._errors import check
 
 if TYPE_CHECKING:
     from types import TracebackType
+    from typing import Any
 
     from typing_extensions import Self
 
@@ -144,7 +145,7 @@ def check_nonnegative_int(value, what):
 _WORD_SPAN = 1 << 64
 
 
-def as_int_handle(value):
+def as_int_handle(value: Any) -> int:
     """Return the address held by a cffi pointer/handle as a Python int.
 
     ``value`` may also be an int in ``[0, 2**64)`` that came from the driver
@@ -159,7 +160,7 @@ def as_int_handle(value):
     return address if address >= 0 else address + _WORD_SPAN
 
 
-def require_open(obj, closed, what):
+def require_open(obj: object, closed: bool, what: str) -> None:
     """Raise RuntimeError if ``closed`` (use after close)."""
     if closed:
         raise RuntimeError(f"{what} is closed; it cannot be used after close()")
