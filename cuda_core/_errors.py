@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from cuda_core._cuda_ffi import ffi, lib
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, TypeVar
+    from typing import Any, Callable, Collection, TypeVar
 
     _E = TypeVar("_E", bound=type)
 
@@ -254,7 +254,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def in_forked_child():
+def in_forked_child() -> bool:
     """Return whether this process was forked after its parent loaded the CUDA driver.
 
     In such a child every driver call fails with ``CUDA_ERROR_NOT_INITIALIZED``
@@ -303,7 +303,7 @@ def _missing_symbol_message(status):
     return f"{api} is not exported by the loaded library (it is too old for this API)"
 
 
-def driver_error(status, context=None):
+def driver_error(status: int, context: str | None = None) -> CUDAError:
     """Build the exception for a failed driver status (does not raise it)."""
     if status == lib.CC_LIB_NOT_LOADED:
         return driver_not_found_error()
@@ -464,7 +464,7 @@ def check_nvvm(status, prog=None):
     raise NVVMError(message, code=int(status), name=name, log=log)
 
 
-def destroy_or_warn(destroy, what):
+def destroy_or_warn(destroy: Callable[[Any], int], what: str) -> Callable[[Any], None]:
     """Return a finalizer body: ``destroy(handle)``, warning (:func:`warn_cuda`) on failure.
 
     In a child created by ``fork()`` the handle belongs to the parent: it is
@@ -472,7 +472,7 @@ def destroy_or_warn(destroy, what):
     ``"cuStreamDestroy (Stream finalizer)"``.
     """
 
-    def finalize(handle):
+    def finalize(handle: Any) -> None:
         if in_forked_child():
             return
         status = destroy(handle)
@@ -482,7 +482,7 @@ def destroy_or_warn(destroy, what):
     return finalize
 
 
-def check_allowing(status, allowed, context=None):
+def check_allowing(status: int, allowed: Collection[int], context: str | None = None) -> bool:
     """Return True on success, False for a status in ``allowed``; raise for any other.
 
     For calls where some failures are answers, not errors
@@ -496,14 +496,14 @@ def check_allowing(status, allowed, context=None):
     raise driver_error(status, context)
 
 
-def status_in(status, codes):
+def status_in(status: int | CUDAError, codes: Collection[int]) -> bool:
     """Return whether ``status`` (a status code, or a :class:`CUDAError`) is one of ``codes``."""
     if isinstance(status, CUDAError):
         status = status.code
     return status in codes
 
 
-def warn_cuda(what, status, stacklevel=2, done=()):
+def warn_cuda(what: str, status: int, stacklevel: int = 2, done: Collection[str] = ()) -> None:
     """Report a failure that cannot be raised (finalizers, callbacks).
 
     ``CUDA_ERROR_DEINITIALIZED`` (the driver shutting down at exit) is not

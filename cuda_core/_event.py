@@ -37,8 +37,11 @@ from cuda_core._utils import (
 )
 
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from cuda_core._context import Context
     from cuda_core._device import Device
+    from cuda_core._event_share import _EventShare
 
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 
@@ -68,7 +71,7 @@ _cuEventDestroy = lib.cuEventDestroy
 _cuEventSynchronize = lib.cuEventSynchronize
 
 
-def _check_flag(value, field, cls_name):
+def _check_flag(value: object, field: str, cls_name: str) -> bool:
     """Return ``value`` as a bool; None counts as False; reject non-bools."""
     if value is None:
         return False
@@ -155,6 +158,14 @@ class Event(Closeable):
     # _share (an _EventShare) is set only once a graph node uses the event.
     __slots__ = ("_handle", "_ctx", "_flags", "_ipc_desc", "_closed", "_share", "__weakref__")
 
+    _handle: Any  # CUevent cdata
+    _ctx: Context  # None only where no context was current: creating the event failed then
+    _flags: int
+    _ipc_desc: IPCEventDescriptor
+    _closed: bool
+    _share: _EventShare
+    _plain: ClassVar[type[Event]]  # set on the open twins (see open_class)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "Event objects cannot be instantiated directly. Please use Stream APIs (record) "
@@ -162,7 +173,7 @@ class Event(Closeable):
         )
 
     @property
-    def _h(self):
+    def _h(self) -> int:
         """The ``CUevent`` as an int (equality, hashing, :attr:`handle`)."""
         return as_int_handle(self._handle)
 
@@ -189,7 +200,7 @@ class Event(Closeable):
             out = _bufs().f32
         status = lib.cuEventElapsedTime(out, other._handle, self._handle)
         if not status:
-            return out[0]
+            return out[0]  # type: ignore[no-any-return]
         if status_in(status, _INVALID_HANDLE):
             if (self._flags | other._flags) & _DISABLE_TIMING:
                 message = _ELAPSED_TIMING_DISABLED
@@ -231,7 +242,7 @@ class Event(Closeable):
         device = self._ctx._device_id if self._ctx is not None else "?"
         return f"<Event handle={self._h:#x} device={device} flags={flags}>"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         if not self._flags & _INTERPROCESS:
             raise TypeError(
                 "only IPC-enabled events can be pickled (create one with "
@@ -298,7 +309,7 @@ class Event(Closeable):
         check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
         self = _OpenIpcEvent() if cls is Event else open_class(cls, _event_finalizer)()
         self._handle = out[0]
-        self._ctx = ctx
+        self._ctx = ctx  # type: ignore[assignment]  # see _ctx
         self._flags = _DISABLE_TIMING | _INTERPROCESS
         if ipc_descriptor._blocking:
             self._flags |= _BLOCKING_SYNC
@@ -400,6 +411,9 @@ class IPCEventDescriptor:
 
     __slots__ = ("_reserved", "_blocking")
 
+    _reserved: bytes
+    _blocking: bool
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "IPCEventDescriptor objects cannot be instantiated directly. Please use Event "
@@ -407,7 +421,7 @@ class IPCEventDescriptor:
         )
 
     @staticmethod
-    def _init(reserved, blocking_sync):
+    def _init(reserved: bytes, blocking_sync: object) -> IPCEventDescriptor:
         if not isinstance(reserved, bytes) or len(reserved) != _IPC_HANDLE_SIZE:
             raise ValueError(
                 f"an IPC event handle is {_IPC_HANDLE_SIZE} bytes, got {reserved!r:.40}"
@@ -425,7 +439,7 @@ class IPCEventDescriptor:
     def __hash__(self) -> int:
         return hash(self._reserved)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return IPCEventDescriptor._init, (self._reserved, self._blocking)
 
     def __repr__(self) -> str:
@@ -436,7 +450,7 @@ class IPCEventDescriptor:
 _destroy_event = destroy_or_warn(lib.cuEventDestroy, "cuEventDestroy (Event finalizer)")
 
 
-def _event_from_ipc(descriptor):
+def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
     """Unpickle an IPC event (the receiving process opens the handle)."""
     return Event.from_ipc_descriptor(descriptor)
 
@@ -455,7 +469,7 @@ _OpenEvent = open_class(Event, _event_finalizer, **_OPEN_EVENT_METHODS)
 _OpenIpcEvent = open_class(Event, _event_finalizer, variant="ipc", **_OPEN_EVENT_METHODS)
 
 
-def _new_event(cls, options, ctx, bound):
+def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool) -> Event:
     """Create an event of class ``cls`` in Context ``ctx`` (None: the current one).
 
     ``bound`` is False for :meth:`Device.create_event`, where IPC events are
@@ -478,7 +492,7 @@ def _new_event(cls, options, ctx, bound):
     else:
         self = open_class(cls, _event_finalizer)()
     self._handle = c_event
-    self._ctx = ctx
+    self._ctx = ctx  # type: ignore[assignment]  # see _ctx
     self._flags = flags
     self._closed = False
     if flags & _INTERPROCESS:
@@ -490,7 +504,7 @@ def _new_event(cls, options, ctx, bound):
     return self
 
 
-def _event_flags(options, bound):
+def _event_flags(options: Any, bound: bool) -> int:
     """Return the ``CU_EVENT_*`` flags for ``options`` (EventOptions, dict)."""
     opts = check_or_create_options(EventOptions, options, "Event options")
     flags = 0 if opts.timing_enabled else _DISABLE_TIMING

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._event import Event
 from cuda_core._utils import handle_finalizer, open_class
 
-__all__ = []
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__: list[str] = []
 
 _share_lock = threading.Lock()
 
@@ -31,11 +35,14 @@ class _EventShare:
 
     __slots__ = ("handle", "claims")
 
-    def __init__(self, c_event):
+    handle: Any  # CUevent cdata
+    claims: int
+
+    def __init__(self, c_event: Any) -> None:
         self.handle = c_event
         self.claims = 1  # the Event's
 
-    def drop(self, raise_errors):
+    def drop(self, raise_errors: bool) -> None:
         """Drop one claim; destroy the event with the last (raise or warn on failure)."""
         with _share_lock:
             self.claims -= 1
@@ -56,28 +63,30 @@ class _EventClaim:
 
     __slots__ = ("_share",)
 
-    def __init__(self, share):
+    _share: _EventShare | None
+
+    def __init__(self, share: _EventShare) -> None:
         self._share = share
 
-    def drop(self):
+    def drop(self) -> None:
         """Give the claim up (idempotent; a failing destroy warns)."""
         share, self._share = self._share, None
         if share is not None:
             share.drop(raise_errors=False)
 
-    def clone(self):
+    def clone(self) -> _EventClaim:
         """Return a new claim on the same ``CUevent`` (for a new node version that keeps it)."""
         share = self._share
         with _share_lock:
-            share.claims += 1
-        return _EventClaim(share)
+            share.claims += 1  # type: ignore[union-attr]  # only a held claim is cloned
+        return _EventClaim(share)  # type: ignore[arg-type]
 
-    def __del__(self):
+    def __del__(self) -> None:
         if self._share is not None:
             self.drop()
 
 
-def claim_event(event):
+def claim_event(event: Event) -> _EventClaim:
     """Return a claim that keeps the ``CUevent`` of open Event ``event`` alive for a graph node."""
     with _share_lock:
         share = getattr(event, "_share", None)
@@ -93,7 +102,7 @@ def claim_event(event):
     return _EventClaim(share)
 
 
-def _shared_event_close(self):
+def _shared_event_close(self: Event) -> None:
     """close() of a shared event: drop the Event's claim (see the module docstring)."""
     if self._closed:
         return

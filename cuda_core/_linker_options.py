@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cuda_core._compile_common import (
     _check_arch,
@@ -23,6 +24,9 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._linker_backend import which_backend
 from cuda_core._utils import as_list
 from cuda_core.typing import CompilerBackendType
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LinkerOptions"]
 
@@ -115,7 +119,7 @@ class LinkerOptions:
     no_cache: bool | None = None
     numba_debug: bool | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.name is None:
             self.name = "<default linker>"
         _check_str("LinkerOptions", "name", self.name)
@@ -149,7 +153,7 @@ class LinkerOptions:
                 "(PTX output is only produced by link-time optimization)"
             )
 
-    def as_bytes(self, backend="nvjitlink"):
+    def as_bytes(self, backend: str = "nvjitlink") -> list[bytes]:
         """Render these options as nvJitLink flags.
 
         Parameters
@@ -178,7 +182,7 @@ class LinkerOptions:
             raise RuntimeError("nvJitLink backend is not available")
         return self._nvjitlink_flags()
 
-    def _nvjitlink_flags(self):
+    def _nvjitlink_flags(self) -> list[bytes]:
         arch = self.arch if self.arch is not None else _device_arch("LinkerOptions")
         out = [f"-arch={arch}"]
         if self.max_register_count is not None:
@@ -219,7 +223,7 @@ class LinkerOptions:
             out.append("-no-cache")
         return [o.encode() for o in out]
 
-    def _driver_options(self):
+    def _driver_options(self) -> tuple[list[int], list[Any], list[Any]]:
         """Return ``(keys, values, keep)`` for ``cuLinkCreate``.
 
         ``keep[0]``/``keep[1]`` are the info and error log buffers.
@@ -281,7 +285,7 @@ class LinkerOptions:
 # -- private helpers -----------------------------------------------------------
 
 
-def _jit_target(arch):
+def _jit_target(arch: str) -> int:
     """Map ``"sm_90"`` / ``"sm_90a"`` / ``"sm_100f"`` to a ``CUjit_target`` value."""
     digits = arch.split("_", 1)[1]
     suffix = ""
@@ -295,5 +299,5 @@ def _jit_target(arch):
     return value
 
 
-def _as_void(value):
+def _as_void(value: int) -> Any:
     return ffi.cast("void *", int(value))

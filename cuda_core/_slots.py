@@ -15,12 +15,15 @@ when it is needed.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device as _Device
 
 __all__ = []
 
 #: :class:`cuda_core.Device`; set by ``cuda_core._device``.
-Device = None
+Device: type[_Device] = None  # type: ignore[assignment]  # None until then
 
 #: :class:`cuda_core.graph.GraphBuilder`; set by ``cuda_core.graph._graph_builder``.
 GraphBuilder = None

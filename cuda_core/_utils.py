@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import operator
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import check
 
 if TYPE_CHECKING:
     from types import TracebackType
-    from typing import Any
+    from typing import Any, Callable, Literal, TypeVar
+
+    _T = TypeVar("_T")
 
     from typing_extensions import Self
 
@@ -49,7 +51,17 @@ class Closeable:
         self.close()
 
 
-def check_or_create_options(cls, options, desc, *, keep_none=False):
+@overload
+def check_or_create_options(
+    cls: type[_T], options: Any, desc: str, *, keep_none: Literal[False] = ...
+) -> _T: ...
+@overload
+def check_or_create_options(
+    cls: type[_T], options: Any, desc: str, *, keep_none: bool
+) -> _T | None: ...
+def check_or_create_options(
+    cls: type[_T], options: Any, desc: str, *, keep_none: bool = False
+) -> _T | None:
     """Coerce ``options`` into an instance of the options class ``cls``.
 
     As ``cuda.core`` does: ``None`` becomes ``cls()`` (or stays None with
@@ -121,7 +133,7 @@ def as_address(value, what, accepted):
     return value
 
 
-def as_list(value, scalars=(str, os.PathLike)):
+def as_list(value: Any, scalars: tuple[type, ...] = (str, os.PathLike)) -> list[Any]:
     """Return ``value`` as a list: None is empty, an instance of ``scalars`` one item."""
     if value is None:
         return []
@@ -166,7 +178,13 @@ def require_open(obj: object, closed: bool, what: str) -> None:
         raise RuntimeError(f"{what} is closed; it cannot be used after close()")
 
 
-def open_class(cls, finalizer, *, variant="", **open_methods):
+def open_class(
+    cls: type[_T],
+    finalizer: Callable[[Any], None],
+    *,
+    variant: str = "",
+    **open_methods: Callable[..., Any],
+) -> type[_T]:
     """Return the *open* twin of ``cls``, made once per class and cached on it.
 
     Objects that own a CUDA resource (streams, events, buffers) are created as
@@ -217,7 +235,9 @@ def open_class(cls, finalizer, *, variant="", **open_methods):
     return twin
 
 
-def open_handle_methods(plain, destroy, wait):
+def open_handle_methods(
+    plain: type, destroy: Callable[[Any], int], wait: Callable[[Any], int]
+) -> dict[str, Any]:
     """Return ``close`` and ``sync`` for the open twin of a one-handle class.
 
     For :func:`open_class`.  The object holds its driver handle in
@@ -228,14 +248,14 @@ def open_handle_methods(plain, destroy, wait):
     :func:`~cuda_core._errors.check`.
     """
 
-    def close(self):
+    def close(self: Any) -> None:
         self._closed = True
         self.__class__ = plain  # closed: no finalizer needed
         status = destroy(self._handle)
         if status:
             check(status)
 
-    def sync(self):
+    def sync(self: Any) -> None:
         status = wait(self._handle)
         if status:
             check(status)
@@ -243,7 +263,7 @@ def open_handle_methods(plain, destroy, wait):
     return {"close": close, "sync": sync}
 
 
-def handle_finalizer(destroy):
+def handle_finalizer(destroy: Callable[[Any], object]) -> Callable[[Any], None]:
     """Return a ``__del__`` for :func:`open_class` that releases an unclosed object.
 
     The finalizer marks the object closed and calls ``destroy(obj)`` once,
@@ -253,7 +273,7 @@ def handle_finalizer(destroy):
     tool.
     """
 
-    def finalizer(self):
+    def finalizer(self: Any) -> None:
         try:
             closed = self._closed
         except AttributeError:  # never filled in
