@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
@@ -234,9 +234,7 @@ class Device:
         """Return the :class:`ClockInfo` of clock domain ``clock_type`` (a :class:`ClockType`)."""
         return ClockInfo(self._h, clock_type)
 
-    def register_events(
-        self, events: EventType | str | list[EventType | str]
-    ) -> DeviceEvents:
+    def register_events(self, events: EventType | str | list[EventType | str]) -> DeviceEvents:
         """Register for ``events`` (an :class:`EventType`, its string, or a list).
 
         Returns
@@ -263,7 +261,7 @@ class Device:
             raise ValueError(f"fan index {fan} out of range: this device has {count} fan(s)")
         return FanInfo(self._h, fan)
 
-    def get_field_values(self, field_ids: list[Any]) -> FieldValues:
+    def get_field_values(self, field_ids: Iterable[int | tuple[int, int]]) -> FieldValues:
         """Read the NVML field values ``field_ids`` (ids or ``(id, scope)`` pairs).
 
         Returns
@@ -279,7 +277,7 @@ class Device:
             check(lib.nvmlDeviceGetFieldValues(self._h, count, array))
         return FieldValues(array, count)
 
-    def clear_field_values(self, field_ids: list[Any]) -> None:
+    def clear_field_values(self, field_ids: Iterable[int | tuple[int, int]]) -> None:
         """Reset the NVML field values ``field_ids`` (ids or ``(id, scope)`` pairs)."""
         array, count = field_value_array(field_ids)
         if count:

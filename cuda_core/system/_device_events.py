@@ -9,8 +9,8 @@ the next event and returns an :class:`EventData`.
 
 from __future__ import annotations
 
-import warnings
 import enum
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 

@@ -74,9 +74,7 @@ def get_topology_common_ancestor(device1: Device, device2: Device) -> GpuTopolog
     return level
 
 
-def get_p2p_status(
-    device1: Device, device2: Device, index: GpuP2PCapsIndex | str
-) -> GpuP2PStatus:
+def get_p2p_status(device1: Device, device2: Device, index: GpuP2PCapsIndex | str) -> GpuP2PStatus:
     """Return whether peer-to-peer capability ``index`` works between two devices.
 
     Parameters
