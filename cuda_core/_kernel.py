@@ -191,7 +191,7 @@ class Kernel:
                 "be used any more"
             )
 
-    def _function(self):
+    def _function(self) -> Any:
         """Return the ``CUfunction`` of this kernel in the current context (cached)."""
         self._require_open()
         out = ffi.new("CUcontext *")

@@ -9,12 +9,20 @@ current context (see ``Kernel._function``), so a device must be current.
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._launch_config import _coerce_config
 from cuda_core._stream import _as_open_stream
 from cuda_core._utils import check_nonnegative_int, index_or_none
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from cuda_core._kernel import Kernel
+    from cuda_core._launch_config import LaunchConfig
+    from cuda_core._stream import Stream
 
 __all__ = ["KernelOccupancy", "MaxPotentialBlockSizeOccupancyResult"]
 
@@ -39,18 +47,22 @@ class KernelOccupancy:
 
     __slots__ = ("_kernel",)
 
-    def __init__(self, *args, **kwargs):
+    _kernel: Kernel
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "KernelOccupancy cannot be instantiated directly. Please use Kernel.occupancy."
         )
 
     @classmethod
-    def _init(cls, kernel):
+    def _init(cls, kernel: Kernel) -> KernelOccupancy:
         self = object.__new__(cls)
         self._kernel = kernel
         return self
 
-    def max_active_blocks_per_multiprocessor(self, block_size, dynamic_shared_memory_size):
+    def max_active_blocks_per_multiprocessor(
+        self, block_size: int, dynamic_shared_memory_size: int
+    ) -> int:
         """Return the maximum number of resident blocks per multiprocessor.
 
         Parameters
@@ -77,7 +89,9 @@ class KernelOccupancy:
         )
         return int(out[0])
 
-    def max_potential_block_size(self, dynamic_shared_memory_needed, block_size_limit):
+    def max_potential_block_size(
+        self, dynamic_shared_memory_needed: int | Callable[[int], int] | Any, block_size_limit: int
+    ) -> MaxPotentialBlockSizeOccupancyResult:
         """Suggest a block size that reaches the maximum occupancy.
 
         Parameters
@@ -128,7 +142,9 @@ class KernelOccupancy:
             min_grid_size=int(min_grid[0]), max_block_size=int(block[0])
         )
 
-    def available_dynamic_shared_memory_per_block(self, num_blocks_per_multiprocessor, block_size):
+    def available_dynamic_shared_memory_per_block(
+        self, num_blocks_per_multiprocessor: int, block_size: int
+    ) -> int:
         """Return the dynamic shared memory available per block, in bytes.
 
         Parameters
@@ -152,7 +168,9 @@ class KernelOccupancy:
         )
         return int(out[0])
 
-    def max_potential_cluster_size(self, config, *, stream):
+    def max_potential_cluster_size(
+        self, config: LaunchConfig | dict[str, Any], *, stream: Stream
+    ) -> int:
         """Return the largest cluster size this kernel can be launched with.
 
         Parameters
@@ -170,7 +188,7 @@ class KernelOccupancy:
         """
         return self._cluster_query(lib.cuOccupancyMaxPotentialClusterSize, config, stream)
 
-    def max_active_clusters(self, config, *, stream):
+    def max_active_clusters(self, config: LaunchConfig | dict[str, Any], *, stream: Stream) -> int:
         """Return how many clusters of ``config`` can be resident on the device at once.
 
         Parameters
@@ -186,7 +204,9 @@ class KernelOccupancy:
         """
         return self._cluster_query(lib.cuOccupancyMaxActiveClusters, config, stream)
 
-    def _cluster_query(self, fn, config, stream):
+    def _cluster_query(
+        self, fn: Callable[..., int], config: LaunchConfig | dict[str, Any], stream: Stream
+    ) -> int:
         config = _coerce_config(config)
         s = _as_open_stream(stream)
         c_config, keep = config._to_cu_launch_config(s._handle)
@@ -199,14 +219,14 @@ class KernelOccupancy:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _int_arg(what, value):
+def _int_arg(what: str, value: object) -> int:
     return check_nonnegative_int(value, what)
 
 
-def _b2d_callback(fn):
+def _b2d_callback(fn: Callable[[int], int]) -> Any:
     """Wrap a Python ``f(block_size) -> bytes`` as a ``CUoccupancyB2DSize`` callback."""
 
-    def call(block_size):
+    def call(block_size: int) -> int:
         return int(fn(block_size))
 
     return ffi.callback("CUoccupancyB2DSize", call, error=0)

@@ -11,11 +11,16 @@ configuration is rebuilt per launch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import cuda_core._slots as _slots
 from cuda_core._context import _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, shown_as
 from cuda_core._utils import as_int_handle, index_or_none
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LaunchConfig"]
 
@@ -205,7 +210,7 @@ class LaunchConfig:
         self._fast = None if special else native[1]
         return native
 
-    def _to_cu_launch_config(self, c_stream):
+    def _to_cu_launch_config(self, c_stream: Any) -> tuple[Any, Any]:
         """Return a ``CUlaunchConfig *`` for this config (for occupancy queries).
 
         The returned object keeps the prepared structure it points into alive.
@@ -302,7 +307,7 @@ class LaunchConfig:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _coerce_config(config):
+def _coerce_config(config: Any) -> LaunchConfig:
     """Return ``config`` as a LaunchConfig (a dict becomes ``LaunchConfig(**config)``)."""
     if isinstance(config, LaunchConfig):
         return config

@@ -102,6 +102,10 @@ class Stream(Closeable):
         "__weakref__",
     )
 
+    _handle: Any  # CUstream cdata
+    _h: int
+    _closed: bool
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "Stream objects cannot be instantiated directly. "
@@ -469,7 +473,7 @@ def _as_stream(obj, what="stream"):
     raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
 
 
-def _as_open_stream(obj, what="stream"):
+def _as_open_stream(obj: Any, what: str = "stream") -> Stream:
     """Return ``obj`` as an open Stream (see :func:`_as_stream`).
 
     Raises TypeError naming ``what`` for a non-stream, and RuntimeError for a

@@ -142,7 +142,7 @@ def as_list(value: Any, scalars: tuple[type, ...] = (str, os.PathLike)) -> list[
     return list(value)
 
 
-def check_nonnegative_int(value, what):
+def check_nonnegative_int(value: object, what: str) -> int:
     """Return ``value`` as an int, raising TypeError/ValueError with ``what``."""
     index = index_or_none(value)
     if index is None:
