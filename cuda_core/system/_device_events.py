@@ -9,8 +9,10 @@ the next event and returns an :class:`EventData`.
 
 from __future__ import annotations
 
+import enum
 import warnings
 import weakref
+from typing import TYPE_CHECKING, Any, Callable
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._utils import Closeable
@@ -19,15 +21,18 @@ from cuda_core.system._nvml import check, is_initialized
 from cuda_core.system.exceptions import NvmlError
 from cuda_core.system.typing import EventType
 
+if TYPE_CHECKING:
+    from cuda_core.system._device import Device
+
 __all__ = ["DeviceEvents", "EventData", "event_mask"]
 
 _MODULE = "cuda_core.system._device"
 
 # Filled by cuda_core.system._device at import: handle (cdata) -> Device.
-device_from_handle = []
+device_from_handle: list[Callable[[Any], Device]] = []
 
 
-def event_mask(cls, events):
+def event_mask(cls: type[enum.Enum], events: object) -> int:
     """Return the OR of NVML's bits for ``events`` (a member, its string, or a list).
 
     Raises
@@ -53,11 +58,11 @@ def event_mask(cls, events):
 class DeviceEvents(Closeable):
     """Events registered on one device; wait for them with :meth:`wait`."""
 
-    def __init__(self, handle, mask):
+    def __init__(self, handle: Any, mask: int) -> None:
         self._device_h = handle
         out = ffi.new("nvmlEventSet_t *")
         check(lib.nvmlEventSetCreate(out))
-        self._set = out[0]
+        self._set: Any = out[0]
         self._finalizer = weakref.finalize(self, _free_event_set, self._set)
         try:
             check(lib.nvmlDeviceRegisterEvents(handle, mask, self._set))
@@ -65,11 +70,11 @@ class DeviceEvents(Closeable):
             self.close()
             raise
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._set is None else f"handle={self.handle:#x}"
         return f"<DeviceEvents {state}>"
 
-    def close(self):
+    def close(self) -> None:
         """Free the event set (idempotent)."""
         c_set, self._set = self._set, None
         if c_set is None:
@@ -79,11 +84,11 @@ class DeviceEvents(Closeable):
             check(lib.nvmlEventSetFree(c_set))
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The ``nvmlEventSet_t`` as an int (0 once closed)."""
         return 0 if self._set is None else int(ffi.cast("uintptr_t", self._set))
 
-    def wait(self, timeout_ms=0):
+    def wait(self, timeout_ms: int = 0) -> EventData:
         """Wait up to ``timeout_ms`` milliseconds for the next event.
 
         Raises
@@ -104,48 +109,52 @@ class EventData:
 
     __slots__ = ("_d",)
 
-    def __init__(self, data):
+    def __init__(self, data: Any) -> None:
         self._d = data
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<EventData event_type={self._d.eventType:#x}>"
 
     @property
-    def device(self):
+    def device(self) -> Device:
         """Device: The device the event happened on."""
         return device_from_handle[0](self._d.device)
 
     @property
-    def event_type(self):
+    def event_type(self) -> EventType:
         """EventType: What happened (KeyError for a bit this version does not know)."""
-        return from_nvml(EventType, self._d.eventType)
+        member: EventType = from_nvml(EventType, self._d.eventType)
+        return member
 
-    def _require_xid(self):
+    def _require_xid(self) -> None:
         if self.event_type != EventType.XID_CRITICAL_ERROR:
             raise ValueError(
                 f"only XID_CRITICAL_ERROR events carry this field, not {self.event_type.name}"
             )
 
     @property
-    def event_data(self):
+    def event_data(self) -> int:
         """int: The Xid number (XID_CRITICAL_ERROR events only, else ValueError)."""
         self._require_xid()
-        return self._d.eventData
+        value: int = self._d.eventData
+        return value
 
     @property
-    def gpu_instance_id(self):
+    def gpu_instance_id(self) -> int:
         """int: The GPU instance (XID_CRITICAL_ERROR events only, else ValueError)."""
         self._require_xid()
-        return self._d.gpuInstanceId
+        value: int = self._d.gpuInstanceId
+        return value
 
     @property
-    def compute_instance_id(self):
+    def compute_instance_id(self) -> int:
         """int: The compute instance (XID_CRITICAL_ERROR events only, else ValueError)."""
         self._require_xid()
-        return self._d.computeInstanceId
+        value: int = self._d.computeInstanceId
+        return value
 
 
-def _free_event_set(c_set):
+def _free_event_set(c_set: Any) -> None:
     """Finalizer: free a set dropped open; a failure becomes a warning."""
     if c_set == ffi.NULL or not is_initialized():
         return  # NVML shut down (or a forked child): the set went with it

@@ -12,11 +12,16 @@ every attribute read.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.system._enums import to_nvml
 from cuda_core.system._nvml import check, out_result, string_result
 from cuda_core.system.exceptions import NotFoundError, NotSupportedError
 from cuda_core.system.typing import InforomObject
+
+if TYPE_CHECKING:
+    from cuda_core.system._device import Device
 
 __all__ = [
     "BAR1MemoryInfo",
@@ -35,7 +40,7 @@ __all__ = [
 _MODULE = "cuda_core.system._device"
 
 # Filled by cuda_core.system._device at import: handle (cdata) -> Device.
-device_from_handle = []
+device_from_handle: list[Callable[[Any], Device]] = []
 
 
 class MemoryInfo:
@@ -47,32 +52,37 @@ class MemoryInfo:
 
     __slots__ = ("_total", "_reserved", "_free", "_used")
 
-    def __init__(self, struct):
+    _total: int
+    _reserved: int
+    _free: int
+    _used: int
+
+    def __init__(self, struct: Any) -> None:
         self._total = struct.total
         self._reserved = struct.reserved
         self._free = struct.free
         self._used = struct.used
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{type(self).__name__} total={self.total} free={self.free} used={self.used}>"
 
     @property
-    def free(self):
+    def free(self) -> int:
         """int: Unallocated memory, in bytes."""
         return self._free
 
     @property
-    def total(self):
+    def total(self) -> int:
         """int: Installed memory, in bytes."""
         return self._total
 
     @property
-    def used(self):
+    def used(self) -> int:
         """int: Allocated memory, in bytes."""
         return self._used
 
     @property
-    def reserved(self):
+    def reserved(self) -> int:
         """int: Memory reserved by the system, in bytes."""
         return self._reserved
 
@@ -85,28 +95,28 @@ class BAR1MemoryInfo(MemoryInfo):
 
     __slots__ = ()
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._total = struct.bar1Total
         self._free = struct.bar1Free
         self._used = struct.bar1Used
 
     @property
-    def free(self):
+    def free(self) -> int:
         """int: Unallocated BAR1 memory, in bytes."""
         return self._free
 
     @property
-    def total(self):
+    def total(self) -> int:
         """int: BAR1 memory size, in bytes."""
         return self._total
 
     @property
-    def used(self):
+    def used(self) -> int:
         """int: Allocated BAR1 memory, in bytes."""
         return self._used
 
     @property
-    def reserved(self):
+    def reserved(self) -> int:
         """BAR1 memory has no reserved figure: always raises :class:`AttributeError`."""
         raise AttributeError("BAR1 memory has no 'reserved' figure")
 
@@ -116,97 +126,114 @@ class PciInfo:
 
     __slots__ = ("_s", "_h")
 
-    def __init__(self, struct, handle):
+    def __init__(self, struct: Any, handle: Any) -> None:
         self._s = struct
         self._h = handle
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<PciInfo bus_id={self.bus_id!r}>"
 
     @property
-    def bus(self):
+    def bus(self) -> int:
         """int: The PCI bus number."""
-        return self._s.bus
+        value: int = self._s.bus
+        return value
 
     @property
-    def bus_id(self):
+    def bus_id(self) -> str:
         """str: The bus id, ``"domain:bus:device.function"`` (e.g. ``"00000000:01:00.0"``)."""
-        return ffi.string(self._s.busId).decode()
+        bus_id: str = ffi.string(self._s.busId).decode()
+        return bus_id
 
     @property
-    def device(self):
+    def device(self) -> int:
         """int: The PCI device number."""
-        return self._s.device
+        value: int = self._s.device
+        return value
 
     @property
-    def domain(self):
+    def domain(self) -> int:
         """int: The PCI domain."""
-        return self._s.domain
+        value: int = self._s.domain
+        return value
 
     @property
-    def vendor_id(self):
+    def vendor_id(self) -> int:
         """int: The PCI vendor id (low 16 bits of the combined id)."""
-        return self._s.pciDeviceId & 0xFFFF
+        value: int = self._s.pciDeviceId & 0xFFFF
+        return value
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The PCI device id (high 16 bits of the combined id)."""
-        return self._s.pciDeviceId >> 16
+        value: int = self._s.pciDeviceId >> 16
+        return value
 
     @property
-    def subsystem_id(self):
+    def subsystem_id(self) -> int:
         """int: The PCI subsystem id, as NVML reports it."""
-        return self._s.pciSubSystemId
+        value: int = self._s.pciSubSystemId
+        return value
 
     @property
-    def base_class(self):
+    def base_class(self) -> int:
         """int: The PCI base class."""
-        return self._s.baseClass
+        value: int = self._s.baseClass
+        return value
 
     @property
-    def sub_class(self):
+    def sub_class(self) -> int:
         """int: The PCI sub class."""
-        return self._s.subClass
+        value: int = self._s.subClass
+        return value
 
     @property
-    def link_generation(self):
+    def link_generation(self) -> int:
         """int: The highest PCIe generation the device and system support."""
-        return out_result("unsigned int", lib.nvmlDeviceGetMaxPcieLinkGeneration, self._h)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxPcieLinkGeneration, self._h)
+        return value
 
     @property
-    def max_link_generation(self):
+    def max_link_generation(self) -> int:
         """int: The highest PCIe generation the device supports."""
-        return out_result("unsigned int", lib.nvmlDeviceGetGpuMaxPcieLinkGeneration, self._h)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetGpuMaxPcieLinkGeneration, self._h)
+        return value
 
     @property
-    def max_link_width(self):
+    def max_link_width(self) -> int:
         """int: The widest PCIe link the device and system support (lanes)."""
-        return out_result("unsigned int", lib.nvmlDeviceGetMaxPcieLinkWidth, self._h)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxPcieLinkWidth, self._h)
+        return value
 
     @property
-    def current_link_generation(self):
+    def current_link_generation(self) -> int:
         """int: The current PCIe generation."""
-        return out_result("unsigned int", lib.nvmlDeviceGetCurrPcieLinkGeneration, self._h)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetCurrPcieLinkGeneration, self._h)
+        return value
 
     @property
-    def current_link_width(self):
+    def current_link_width(self) -> int:
         """int: The current PCIe link width (lanes)."""
-        return out_result("unsigned int", lib.nvmlDeviceGetCurrPcieLinkWidth, self._h)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetCurrPcieLinkWidth, self._h)
+        return value
 
     @property
-    def rx_throughput(self):
+    def rx_throughput(self) -> int:
         """int: PCIe receive throughput over the last 20 ms, in KB/s."""
-        return out_result("unsigned int", lib.nvmlDeviceGetPcieThroughput, self._h, 1)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetPcieThroughput, self._h, 1)
+        return value
 
     @property
-    def tx_throughput(self):
+    def tx_throughput(self) -> int:
         """int: PCIe transmit throughput over the last 20 ms, in KB/s."""
-        return out_result("unsigned int", lib.nvmlDeviceGetPcieThroughput, self._h, 0)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetPcieThroughput, self._h, 0)
+        return value
 
     @property
-    def replay_counter(self):
+    def replay_counter(self) -> int:
         """int: The PCIe replay counter."""
-        return out_result("unsigned int", lib.nvmlDeviceGetPcieReplayCounter, self._h)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetPcieReplayCounter, self._h)
+        return value
 
 
 class Utilization:
@@ -214,24 +241,26 @@ class Utilization:
 
     __slots__ = ("_s",)
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._s = struct
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Utilization gpu={self.gpu}% memory={self.memory}%>"
 
     @property
-    def gpu(self):
+    def gpu(self) -> int:
         """int: Percent of time a kernel was running."""
-        return self._s.gpu
+        value: int = self._s.gpu
+        return value
 
     @property
-    def memory(self):
+    def memory(self) -> int:
         """int: Percent of time device memory was read or written."""
-        return self._s.memory
+        value: int = self._s.memory
+        return value
 
 
-def _struct_field(name, doc):
+def _struct_field(name: str, doc: str) -> property:
     return property(lambda self: getattr(self._s, name), doc=doc)
 
 
@@ -240,7 +269,7 @@ class DeviceAttributes:
 
     __slots__ = ("_s",)
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._s = struct
 
     multiprocessor_count = _struct_field("multiprocessorCount", "int: Streaming multiprocessors.")
@@ -261,16 +290,16 @@ class RepairStatus:
 
     __slots__ = ("_s",)
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._s = struct
 
     @property
-    def channel_repair_pending(self):
+    def channel_repair_pending(self) -> bool:
         """bool: A channel repair is pending."""
         return bool(self._s.bChannelRepairPending)
 
     @property
-    def tpc_repair_pending(self):
+    def tpc_repair_pending(self) -> bool:
         """bool: A TPC repair is pending."""
         return bool(self._s.bTpcRepairPending)
 
@@ -280,39 +309,43 @@ class ProcessInfo:
 
     __slots__ = ("_h", "_owner", "_s")
 
-    def __init__(self, handle, array, index):
+    def __init__(self, handle: Any, array: Any, index: int) -> None:
         self._h = handle
         self._owner = array  # keeps the array holding the entry alive
         self._s = array[index]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<ProcessInfo pid={self.pid} used_gpu_memory={self.used_gpu_memory}>"
 
     @property
-    def pid(self):
+    def pid(self) -> int:
         """int: The process id."""
-        return self._s.pid
+        value: int = self._s.pid
+        return value
 
     @property
-    def used_gpu_memory(self):
+    def used_gpu_memory(self) -> int:
         """int: Device memory the process uses, in bytes (``2**64 - 1`` when unavailable)."""
-        return self._s.usedGpuMemory
+        value: int = self._s.usedGpuMemory
+        return value
 
-    def _require_mig(self):
+    def _require_mig(self) -> None:
         if not out_result("unsigned int", lib.nvmlDeviceIsMigDeviceHandle, self._h):
             raise NotSupportedError(3)
 
     @property
-    def gpu_instance_id(self):
+    def gpu_instance_id(self) -> int:
         """int: The GPU instance id (MIG devices only; else :class:`NotSupportedError`)."""
         self._require_mig()
-        return self._s.gpuInstanceId
+        value: int = self._s.gpuInstanceId
+        return value
 
     @property
-    def compute_instance_id(self):
+    def compute_instance_id(self) -> int:
         """int: The compute instance id (MIG devices only; else :class:`NotSupportedError`)."""
         self._require_mig()
-        return self._s.computeInstanceId
+        value: int = self._s.computeInstanceId
+        return value
 
 
 class GpuDynamicPstatesUtilization:
@@ -320,29 +353,32 @@ class GpuDynamicPstatesUtilization:
 
     __slots__ = ("_owner", "_u")
 
-    def __init__(self, owner, item):
+    def __init__(self, owner: Any, item: Any) -> None:
         self._owner = owner  # keeps the struct holding ``item`` alive
         self._u = item
 
     @property
-    def is_present(self):
+    def is_present(self) -> bool:
         """bool: The domain exists on this device."""
         return bool(self._u.bIsPresent)
 
     @property
-    def percentage(self):
+    def percentage(self) -> int:
         """int: Utilization of the domain, in percent."""
-        return self._u.percentage
+        value: int = self._u.percentage
+        return value
 
     @property
-    def inc_threshold(self):
+    def inc_threshold(self) -> int:
         """int: Utilization above which the performance state goes up."""
-        return self._u.incThreshold
+        value: int = self._u.incThreshold
+        return value
 
     @property
-    def dec_threshold(self):
+    def dec_threshold(self) -> int:
         """int: Utilization below which the performance state goes down."""
-        return self._u.decThreshold
+        value: int = self._u.decThreshold
+        return value
 
 
 class GpuDynamicPstatesInfo:
@@ -350,13 +386,13 @@ class GpuDynamicPstatesInfo:
 
     __slots__ = ("_s",)
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._s = struct
 
-    def __len__(self):
+    def __len__(self) -> int:
         return 8
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> GpuDynamicPstatesUtilization:
         if not isinstance(index, int) or not 0 <= index < 8:
             raise IndexError(f"utilization domain index {index!r} out of range 0..7")
         return GpuDynamicPstatesUtilization(self._s, self._s.utilization[index])
@@ -367,47 +403,50 @@ class MigInfo:
 
     __slots__ = ("_device",)
 
-    def __init__(self, device):
+    def __init__(self, device: Device) -> None:
         self._device = device
 
     @property
-    def is_mig_device(self):
+    def is_mig_device(self) -> bool:
         """bool: The device is a MIG device (a slice of a GPU)."""
         return bool(out_result("unsigned int", lib.nvmlDeviceIsMigDeviceHandle, self._device._h))
 
     @property
-    def mode(self):
+    def mode(self) -> bool:
         """bool: MIG mode is enabled now.  Settable (needs privileges)."""
         cur, pend = ffi.new("unsigned int *"), ffi.new("unsigned int *")
         check(lib.nvmlDeviceGetMigMode(self._device._h, cur, pend))
-        return cur[0] == 1
+        enabled: bool = cur[0] == 1
+        return enabled
 
     @mode.setter
-    def mode(self, enabled):
+    def mode(self, enabled: bool) -> None:
         status = ffi.new("nvmlReturn_t *")
         check(lib.nvmlDeviceSetMigMode(self._device._h, 1 if enabled else 0, status))
 
     @property
-    def pending_mode(self):
+    def pending_mode(self) -> bool:
         """bool: MIG mode will be enabled after the next GPU reset."""
         cur, pend = ffi.new("unsigned int *"), ffi.new("unsigned int *")
         check(lib.nvmlDeviceGetMigMode(self._device._h, cur, pend))
-        return pend[0] == 1
+        pending: bool = pend[0] == 1
+        return pending
 
     @property
-    def device_count(self):
+    def device_count(self) -> int:
         """int: The most MIG devices this GPU can hold."""
-        return out_result("unsigned int", lib.nvmlDeviceGetMaxMigDeviceCount, self._device._h)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxMigDeviceCount, self._device._h)
+        return value
 
     @property
-    def parent(self):
+    def parent(self) -> Device:
         """Device: The physical GPU of this MIG device."""
         h = out_result(
             "nvmlDevice_t", lib.nvmlDeviceGetDeviceHandleFromMigDeviceHandle, self._device._h
         )
         return device_from_handle[0](h)
 
-    def get_device_by_index(self, index):
+    def get_device_by_index(self, index: int) -> Device:
         """Return the MIG device at ``index`` of this GPU.
 
         Raises
@@ -421,7 +460,7 @@ class MigInfo:
         )
         return device_from_handle[0](h)
 
-    def get_all_devices(self):
+    def get_all_devices(self) -> Iterator[Device]:
         """Yield every existing MIG device of this GPU (a generator).
 
         With MIG mode off it yields nothing.
@@ -438,39 +477,40 @@ class InforomInfo:
 
     __slots__ = ("_device",)
 
-    def __init__(self, device):
+    def __init__(self, device: Device) -> None:
         self._device = device
 
-    def get_version(self, inforom):
+    def get_version(self, inforom: InforomObject | str) -> str:
         """Return the version of infoROM object ``inforom`` (an :class:`InforomObject`)."""
         obj = to_nvml(InforomObject, inforom)
         return string_result(lib.nvmlDeviceGetInforomVersion, self._device._h, obj, size=16)
 
     @property
-    def image_version(self):
+    def image_version(self) -> str:
         """str: The infoROM image version."""
         return string_result(lib.nvmlDeviceGetInforomImageVersion, self._device._h, size=16)
 
     @property
-    def configuration_checksum(self):
+    def configuration_checksum(self) -> int:
         """int: The checksum of the infoROM configuration."""
-        return out_result(
+        value: int = out_result(
             "unsigned int", lib.nvmlDeviceGetInforomConfigurationChecksum, self._device._h
         )
+        return value
 
-    def validate(self):
+    def validate(self) -> None:
         """Check the infoROM; raise :class:`CorruptedInforomError` when it is corrupted."""
         check(lib.nvmlDeviceValidateInforom(self._device._h))
 
     @property
-    def bbx_flush_time(self):
+    def bbx_flush_time(self) -> tuple[int, int]:
         """tuple[int, int]: The last black-box flush: (timestamp, duration in µs)."""
         ts, dur = ffi.new("unsigned long long *"), ffi.new("unsigned long *")
         check(lib.nvmlDeviceGetLastBBXFlushTime(self._device._h, ts, dur))
         return (ts[0], dur[0])
 
     @property
-    def board_part_number(self):
+    def board_part_number(self) -> str:
         """str: The board's part number."""
         return string_result(lib.nvmlDeviceGetBoardPartNumber, self._device._h, size=80)
 

@@ -11,6 +11,7 @@ what NVML returned when they were made.
 from __future__ import annotations
 
 import warnings
+from typing import Any, Callable, Iterable
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.system._enums import bits_to_members, from_nvml, to_nvml
@@ -61,7 +62,7 @@ _FAN_SPEED_VERSION = struct_version("nvmlFanSpeedInfo_v1_t", 1)
 _MARGIN_VERSION = struct_version("nvmlMarginTemperature_v1_t", 1)
 
 
-def _pstate(pstate):
+def _pstate(pstate: object) -> int:
     if isinstance(pstate, bool) or not isinstance(pstate, int) or not 0 <= pstate <= 15:
         raise ValueError(f"pstate must be an int in 0..15 (P0..P15), got {pstate!r}")
     return pstate
@@ -72,32 +73,35 @@ class ClockInfo:
 
     __slots__ = ("_h", "_type")
 
-    def __init__(self, handle, clock_type):
+    def __init__(self, handle: Any, clock_type: ClockType | str) -> None:
         self._h = handle
         self._type = to_nvml(ClockType, clock_type)
 
-    def get_current_mhz(self, clock_id=ClockId.CURRENT):
+    def get_current_mhz(self, clock_id: ClockId | str = ClockId.CURRENT) -> int:
         """Return the clock in MHz: the current one or the customer boost maximum."""
         cid = to_nvml(ClockId, clock_id)
-        return out_result("unsigned int", lib.nvmlDeviceGetClock, self._h, self._type, cid)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetClock, self._h, self._type, cid)
+        return value
 
-    def get_max_mhz(self):
+    def get_max_mhz(self) -> int:
         """Return the highest clock the device allows, in MHz."""
-        return out_result("unsigned int", lib.nvmlDeviceGetMaxClockInfo, self._h, self._type)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxClockInfo, self._h, self._type)
+        return value
 
-    def get_max_customer_boost_mhz(self):
+    def get_max_customer_boost_mhz(self) -> int:
         """Return the customer-defined boost maximum, in MHz."""
-        return out_result(
+        value: int = out_result(
             "unsigned int", lib.nvmlDeviceGetMaxCustomerBoostClock, self._h, self._type
         )
+        return value
 
-    def get_min_max_clock_of_pstate_mhz(self, pstate):
+    def get_min_max_clock_of_pstate_mhz(self, pstate: int) -> tuple[int, int]:
         """Return ``(min, max)`` MHz of this clock in performance state ``pstate`` (0..15)."""
         lo, hi = ffi.new("unsigned int *"), ffi.new("unsigned int *")
         check(lib.nvmlDeviceGetMinMaxClockOfPState(self._h, self._type, _pstate(pstate), lo, hi))
         return (lo[0], hi[0])
 
-    def get_offsets(self, pstate):
+    def get_offsets(self, pstate: int) -> ClockOffsets:
         """Return the clock offsets of performance state ``pstate`` (0..15)."""
         info = ffi.new("nvmlClockOffset_t *")
         info.version = _CLOCK_OFFSET_VERSION
@@ -112,23 +116,26 @@ class ClockOffsets:
 
     __slots__ = ("_s",)
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._s = struct
 
     @property
-    def clock_offset_mhz(self):
+    def clock_offset_mhz(self) -> int:
         """int: The current offset."""
-        return self._s.clockOffsetMHz
+        value: int = self._s.clockOffsetMHz
+        return value
 
     @property
-    def max_offset_mhz(self):
+    def max_offset_mhz(self) -> int:
         """int: The largest allowed offset."""
-        return self._s.maxClockOffsetMHz
+        value: int = self._s.maxClockOffsetMHz
+        return value
 
     @property
-    def min_offset_mhz(self):
+    def min_offset_mhz(self) -> int:
         """int: The smallest allowed offset."""
-        return self._s.minClockOffsetMHz
+        value: int = self._s.minClockOffsetMHz
+        return value
 
 
 class CoolerInfo:
@@ -136,16 +143,17 @@ class CoolerInfo:
 
     __slots__ = ("_s",)
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._s = struct
 
     @property
-    def signal_type(self):
+    def signal_type(self) -> CoolerControl | None:
         """CoolerControl or None: How the cooler is driven (None: not controlled)."""
-        return from_nvml(CoolerControl, self._s.signalType, None)
+        control: CoolerControl | None = from_nvml(CoolerControl, self._s.signalType, None)
+        return control
 
     @property
-    def target(self):
+    def target(self) -> list[CoolerTarget]:
         """list[CoolerTarget]: What the cooler cools."""
         return bits_to_members(CoolerTarget, self._s.target)
 
@@ -155,49 +163,53 @@ class FanInfo:
 
     __slots__ = ("_h", "_fan")
 
-    def __init__(self, handle, fan):
+    def __init__(self, handle: Any, fan: int) -> None:
         self._h = handle
         self._fan = fan
 
     @property
-    def speed(self):
+    def speed(self) -> int:
         """int: The fan speed in percent of its maximum.  Settable (needs privileges)."""
-        return out_result("unsigned int", lib.nvmlDeviceGetFanSpeed_v2, self._h, self._fan)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetFanSpeed_v2, self._h, self._fan)
+        return value
 
     @speed.setter
-    def speed(self, percent):
+    def speed(self, percent: int) -> None:
         check(lib.nvmlDeviceSetFanSpeed_v2(self._h, self._fan, percent))
 
     @property
-    def speed_rpm(self):
+    def speed_rpm(self) -> int:
         """int: The fan speed in revolutions per minute."""
         info = ffi.new("nvmlFanSpeedInfo_t *")
         info.version = _FAN_SPEED_VERSION
         info.fan = self._fan
         check(lib.nvmlDeviceGetFanSpeedRPM(self._h, info))
-        return info.speed
+        value: int = info.speed
+        return value
 
     @property
-    def target_speed(self):
+    def target_speed(self) -> int:
         """int: The speed the fan is driven towards, in percent."""
-        return out_result("unsigned int", lib.nvmlDeviceGetTargetFanSpeed, self._h, self._fan)
+        value: int = out_result("unsigned int", lib.nvmlDeviceGetTargetFanSpeed, self._h, self._fan)
+        return value
 
     @property
-    def min_max_speed(self):
+    def min_max_speed(self) -> tuple[int, int]:
         """tuple[int, int]: The lowest and highest settable speed, in percent."""
         lo, hi = ffi.new("unsigned int *"), ffi.new("unsigned int *")
         check(lib.nvmlDeviceGetMinMaxFanSpeed(self._h, lo, hi))
         return (lo[0], hi[0])
 
     @property
-    def control_policy(self):
+    def control_policy(self) -> FanControlPolicy:
         """FanControlPolicy: Whether the driver or the user sets the speed."""
         value = out_result(
             "nvmlFanControlPolicy_t", lib.nvmlDeviceGetFanControlPolicy_v2, self._h, self._fan
         )
-        return from_nvml(FanControlPolicy, value)
+        policy: FanControlPolicy = from_nvml(FanControlPolicy, value)
+        return policy
 
-    def set_default_speed(self):
+    def set_default_speed(self) -> None:
         """Give the fan back to the driver's automatic control (needs privileges)."""
         check(lib.nvmlDeviceSetDefaultFanSpeed_v2(self._h, self._fan))
 
@@ -207,18 +219,18 @@ class Temperature:
 
     __slots__ = ("_h",)
 
-    def __init__(self, handle):
+    def __init__(self, handle: Any) -> None:
         self._h = handle
 
-    def get_sensor(self):
+    def get_sensor(self) -> int:  # type: ignore[return]  # raise_read_failure raises
         """Return the GPU core temperature, in °C."""
         # nvmlDeviceGetTemperatureV for NVML_TEMPERATURE_GPU, struct and all in C
-        value = lib.cc_nvml_gpu_temperature(self._h)
+        value: int = lib.cc_nvml_gpu_temperature(self._h)
         if value > READ_FAILED:
             return value
         raise_read_failure(value)
 
-    def get_threshold(self, threshold_type):
+    def get_threshold(self, threshold_type: TemperatureThresholds | str) -> int:
         """Return the temperature threshold ``threshold_type``, in °C.
 
         On Ada and newer GPUs the SHUTDOWN, SLOWDOWN, MEM_MAX and GPU_MAX
@@ -236,17 +248,21 @@ class Temperature:
                     DeprecationWarning,
                     stacklevel=2,
                 )
-        return out_result("unsigned int", lib.nvmlDeviceGetTemperatureThreshold, self._h, value)
+        threshold: int = out_result(
+            "unsigned int", lib.nvmlDeviceGetTemperatureThreshold, self._h, value
+        )
+        return threshold
 
     @property
-    def margin(self):
+    def margin(self) -> int:
         """int: Degrees below the slowdown threshold (negative: above it)."""
         info = ffi.new("nvmlMarginTemperature_t *")
         info.version = _MARGIN_VERSION
         check(lib.nvmlDeviceGetMarginTemperature(self._h, info))
-        return info.marginTemperature
+        value: int = info.marginTemperature
+        return value
 
-    def get_thermal_settings(self, sensor_index):
+    def get_thermal_settings(self, sensor_index: ThermalTarget | str) -> ThermalSettings:
         """Return the thermal sensors for target ``sensor_index`` (a :class:`ThermalTarget`)."""
         target = to_nvml(ThermalTarget, sensor_index)
         settings = ffi.new("nvmlGpuThermalSettings_t *")
@@ -259,13 +275,14 @@ class ThermalSettings:
 
     __slots__ = ("_s",)
 
-    def __init__(self, struct):
+    def __init__(self, struct: Any) -> None:
         self._s = struct
 
-    def __len__(self):
-        return min(self._s.count, 3)
+    def __len__(self) -> int:
+        count: int = min(self._s.count, 3)
+        return count
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> ThermalSensor:
         if not isinstance(index, int) or not 0 <= index < len(self):
             raise IndexError(f"sensor index {index!r} out of range 0..{len(self) - 1}")
         return ThermalSensor(self._s, self._s.sensor[index])
@@ -276,37 +293,44 @@ class ThermalSensor:
 
     __slots__ = ("_owner", "_t")
 
-    def __init__(self, owner, item):
+    def __init__(self, owner: Any, item: Any) -> None:
         self._owner = owner  # keeps the struct holding ``item`` alive
         self._t = item
 
     @property
-    def controller(self):
+    def controller(self) -> ThermalController:
         """ThermalController: The sensor's chip (UNKNOWN when unmapped)."""
-        return from_nvml(ThermalController, self._t.controller, ThermalController.UNKNOWN)
+        controller: ThermalController = from_nvml(
+            ThermalController, self._t.controller, ThermalController.UNKNOWN
+        )
+        return controller
 
     @property
-    def default_min_temp(self):
+    def default_min_temp(self) -> int:
         """int: The default minimum temperature."""
-        return self._t.defaultMinTemp
+        value: int = self._t.defaultMinTemp
+        return value
 
     @property
-    def default_max_temp(self):
+    def default_max_temp(self) -> int:
         """int: The default maximum temperature."""
-        return self._t.defaultMaxTemp
+        value: int = self._t.defaultMaxTemp
+        return value
 
     @property
-    def current_temp(self):
+    def current_temp(self) -> int:
         """int: The current temperature."""
-        return self._t.currentTemp
+        value: int = self._t.currentTemp
+        return value
 
     @property
-    def target(self):
+    def target(self) -> ThermalTarget:
         """ThermalTarget: What the sensor measures (NONE when unmapped)."""
-        return from_nvml(ThermalTarget, self._t.target, ThermalTarget.NONE)
+        target: ThermalTarget = from_nvml(ThermalTarget, self._t.target, ThermalTarget.NONE)
+        return target
 
 
-_VALUE_READERS = {
+_VALUE_READERS: dict[int, Callable[[Any], int | float]] = {
     0: lambda v: v.dVal,
     1: lambda v: v.uiVal,
     2: lambda v: v.ulVal,
@@ -322,35 +346,38 @@ class FieldValue:
 
     __slots__ = ("_owner", "_f")
 
-    def __init__(self, owner, item):
+    def __init__(self, owner: Any, item: Any) -> None:
         self._owner = owner  # keeps the array holding ``item`` alive
         self._f = item
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<FieldValue field_id={self._f.fieldId} scope_id={self._f.scopeId}>"
 
     @property
-    def field_id(self):
+    def field_id(self) -> FieldId:
         """FieldId: The field (ValueError for an id this version does not know)."""
         return FieldId(self._f.fieldId)
 
     @property
-    def scope_id(self):
+    def scope_id(self) -> int:
         """int: The scope (e.g. the NVLink link) the value belongs to."""
-        return self._f.scopeId
+        value: int = self._f.scopeId
+        return value
 
     @property
-    def timestamp(self):
+    def timestamp(self) -> int:
         """int: When the value was taken, in µs since the epoch."""
-        return self._f.timestamp
+        value: int = self._f.timestamp
+        return value
 
     @property
-    def latency_usec(self):
+    def latency_usec(self) -> int:
         """int: How long the value took to fetch, in µs."""
-        return self._f.latencyUsec
+        value: int = self._f.latencyUsec
+        return value
 
     @property
-    def value(self):
+    def value(self) -> int | float:
         """int or float: The value; raises the entry's NVML error if it has one."""
         check(self._f.nvmlReturn)
         reader = _VALUE_READERS.get(self._f.valueType)
@@ -366,23 +393,23 @@ class FieldValues(CArrayView):
     _item_name = "field value"
     _item_type = FieldValue
 
-    def validate(self):
+    def validate(self) -> None:
         """Raise the NVML error of the first entry that has one."""
         for i in range(self._n):
             check(self._a[i].nvmlReturn)
 
-    def get_all_values(self):
+    def get_all_values(self) -> list[int | float]:
         """Return every entry's value (raising the first entry error met)."""
         return [self[i].value for i in range(self._n)]
 
 
-def field_value_array(field_ids):
+def field_value_array(field_ids: Iterable[int | tuple[int, int]]) -> tuple[Any, int]:
     """Return ``(array, count)`` of ``nvmlFieldValue_t`` for ``field_ids``.
 
     Each item is a field id (a :class:`FieldId` or int) or ``(field_id,
     scope_id)``; anything else raises ValueError.
     """
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     for item in field_ids:
         if isinstance(item, tuple):
             if len(item) != 2 or not all(_is_int(x) for x in item):
@@ -404,7 +431,7 @@ def field_value_array(field_ids):
     return array, len(pairs)
 
 
-def _is_int(x):
+def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

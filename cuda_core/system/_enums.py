@@ -8,6 +8,9 @@ decode through :func:`bits_to_members`.
 
 from __future__ import annotations
 
+import enum
+from typing import Any, TypeVar
+
 from cuda_core.system.typing import (
     AddressingMode,
     AffinityScope,
@@ -30,8 +33,10 @@ from cuda_core.system.typing import (
 
 __all__ = ["NVML_VALUES", "bits_to_members", "from_nvml", "to_nvml"]
 
+_E = TypeVar("_E", bound=enum.Enum)
+
 _A, _S = AffinityScope, ClockId
-NVML_VALUES = {
+NVML_VALUES: dict[type[enum.Enum], dict[Any, int]] = {
     AddressingMode: {AddressingMode.HMM: 1, AddressingMode.ATS: 2},
     AffinityScope: {_A.NODE: 0, _A.SOCKET: 1},
     ClockId: {_S.CURRENT: 0, _S.CUSTOMER_BOOST_MAX: 3},
@@ -63,15 +68,15 @@ NVML_VALUES = {
 }
 
 # NVML value -> member; where two members share a value (PCI/PROP) the first wins.
-_FROM_NVML = {}
+_FROM_NVML: dict[type[enum.Enum], dict[int, Any]] = {}
 for _cls, _table in NVML_VALUES.items():
-    _back = {}
+    _back: dict[int, Any] = {}
     for _member, _value in _table.items():
         _back.setdefault(_value, _member)
     _FROM_NVML[_cls] = _back
 
 
-def to_nvml(cls, value):
+def to_nvml(cls: type[enum.Enum], value: enum.Enum | str) -> int:
     """Return NVML's integer for ``value``, a member of ``cls`` or its string.
 
     Raises
@@ -89,7 +94,7 @@ def to_nvml(cls, value):
     return NVML_VALUES[cls][member]
 
 
-def from_nvml(cls, value, default=KeyError):
+def from_nvml(cls: type[enum.Enum], value: int, default: Any = KeyError) -> Any:
     """Return the member of ``cls`` for NVML's ``value``.
 
     ``default`` is returned for an unmapped value; without it, KeyError.
@@ -102,7 +107,7 @@ def from_nvml(cls, value, default=KeyError):
     return member
 
 
-def bits_to_members(cls, mask):
+def bits_to_members(cls: type[_E], mask: int) -> list[_E]:
     """Decode a bit mask into members of ``cls``, lowest bit first.
 
     Raises
@@ -110,7 +115,7 @@ def bits_to_members(cls, mask):
     ValueError
         If a set bit has no member.
     """
-    out = []
+    out: list[_E] = []
     bit = 1
     back = _FROM_NVML[cls]
     while mask:

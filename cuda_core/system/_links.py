@@ -5,11 +5,15 @@ peer-to-peer queries between two :class:`~cuda_core.system.Device` objects."""
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import lib
 from cuda_core.system._enums import from_nvml, to_nvml
 from cuda_core.system._nvml import out_result
 from cuda_core.system.typing import GpuP2PCapsIndex, GpuP2PStatus, GpuTopologyLevel
+
+if TYPE_CHECKING:
+    from cuda_core.system._device import Device
 
 __all__ = ["NvlinkInfo", "get_p2p_status", "get_topology_common_ancestor"]
 
@@ -19,7 +23,7 @@ _NVLINK_VERSIONS.update({7: (5, 0), 8: (6, 0)})
 
 class _NvlinkInfoType(type):
     @property
-    def max_links(cls):
+    def max_links(cls) -> int:
         """int: NVML_NVLINK_MAX_LINKS as of NVML 12 (deprecated)."""
         warnings.warn(
             "NvlinkInfo.max_links is deprecated; use Device.get_nvlink_count()",
@@ -34,15 +38,15 @@ class NvlinkInfo(metaclass=_NvlinkInfoType):
 
     __slots__ = ("_device", "_link")
 
-    def __init__(self, device, link):
+    def __init__(self, device: Device, link: int) -> None:
         self._device = device
         self._link = link
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<NvlinkInfo link={self._link}>"
 
     @property
-    def version(self):
+    def version(self) -> tuple[int, int]:
         """tuple[int, int]: The NVLink version, e.g. ``(4, 0)``."""
         value = out_result(
             "unsigned int", lib.nvmlDeviceGetNvLinkVersion, self._device._h, self._link
@@ -53,23 +57,24 @@ class NvlinkInfo(metaclass=_NvlinkInfoType):
             raise RuntimeError(f"unknown NVLink version {value}") from None
 
     @property
-    def state(self):
+    def state(self) -> bool:
         """bool: The link is active."""
-        value = out_result(
+        value: int = out_result(
             "nvmlEnableState_t", lib.nvmlDeviceGetNvLinkState, self._device._h, self._link
         )
         return value == 1
 
 
-def get_topology_common_ancestor(device1, device2):
+def get_topology_common_ancestor(device1: Device, device2: Device) -> GpuTopologyLevel:
     """Return the closest :class:`GpuTopologyLevel` shared by two devices."""
     value = out_result(
         "nvmlGpuTopologyLevel_t", lib.nvmlDeviceGetTopologyCommonAncestor, device1._h, device2._h
     )
-    return from_nvml(GpuTopologyLevel, value)
+    level: GpuTopologyLevel = from_nvml(GpuTopologyLevel, value)
+    return level
 
 
-def get_p2p_status(device1, device2, index):
+def get_p2p_status(device1: Device, device2: Device, index: GpuP2PCapsIndex | str) -> GpuP2PStatus:
     """Return whether peer-to-peer capability ``index`` works between two devices.
 
     Parameters
@@ -86,7 +91,8 @@ def get_p2p_status(device1, device2, index):
     value = out_result(
         "nvmlGpuP2PStatus_t", lib.nvmlDeviceGetP2PStatus, device1._h, device2._h, c_index
     )
-    return from_nvml(GpuP2PStatus, value, GpuP2PStatus.UNKNOWN)
+    status: GpuP2PStatus = from_nvml(GpuP2PStatus, value, GpuP2PStatus.UNKNOWN)
+    return status
 
 
 NvlinkInfo.__module__ = "cuda_core.system._device"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+from typing import Any, Callable, ClassVar
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import LibraryNotFoundError as _CoreLibraryNotFoundError
@@ -46,7 +47,7 @@ _UNINITIALIZED, _INITIALIZED, _FORKED = 0, 1, 2
 
 _lock = threading.Lock()
 _state = [_UNINITIALIZED, 0]  # [state, pid of the process that initialized]
-_atexit_registered = []
+_atexit_registered: list[bool] = []
 
 _INSUFFICIENT_SIZE = 7  # NVML_ERROR_INSUFFICIENT_SIZE
 _NOT_LOADED = lib.CC_LIB_NOT_LOADED
@@ -57,21 +58,21 @@ _MISSING = lib.CC_MISSING_SYMBOL
 READ_FAILED = lib.CC_NVML_FAILED
 
 
-@shown_as(FunctionNotFoundError)
+@shown_as(FunctionNotFoundError)  # type: ignore[no-untyped-call, unused-ignore]
 class _MissingFunctionError(FunctionNotFoundError, RuntimeError):
     """The installed NVML does not export a function cuda_core calls."""
 
-    def __init__(self, function):
+    def __init__(self, function: str) -> None:
         super().__init__(13)
         self.function = function
         self.args = (f"function {function} is not found in the installed NVML",)
 
 
-@shown_as(UninitializedError)
+@shown_as(UninitializedError)  # type: ignore[no-untyped-call, unused-ignore]
 class _ForkedChildError(UninitializedError):
     """NVML is used in a child created by fork() after the parent initialized it."""
 
-    def __init__(self, status=1):
+    def __init__(self, status: int = 1) -> None:
         super().__init__(status)
         self.args = (
             "NVML was initialized by this process's parent before fork(); NVML cannot "
@@ -79,7 +80,7 @@ class _ForkedChildError(UninitializedError):
         )
 
 
-def check(status):
+def check(status: int) -> None:
     """Raise the exception for a non-zero NVML ``status``."""
     if status == 0:
         return
@@ -94,17 +95,17 @@ def check(status):
     raise _error_for(status)
 
 
-def raise_read_failure(value):
+def raise_read_failure(value: int) -> None:
     """Raise the exception for a hot read that returned ``value`` (``<= READ_FAILED``)."""
     check(READ_FAILED - value)
 
 
-def is_initialized():
+def is_initialized() -> bool:
     """Return True when NVML is initialized in this process."""
     return _state[0] == _INITIALIZED and _state[1] == os.getpid()
 
 
-def initialize():
+def initialize() -> None:
     """Load NVML and call ``nvmlInit_v2`` once per process (thread-safe).
 
     Raises
@@ -125,7 +126,7 @@ def initialize():
         if _state[0] == _FORKED:
             raise _ForkedChildError()
         try:
-            load_nvml()
+            load_nvml()  # type: ignore[no-untyped-call, unused-ignore]
         except _CoreLibraryNotFoundError as exc:
             raise LibraryNotFoundError(12, str(exc)) from None
         check(lib.nvmlInit_v2())
@@ -136,10 +137,10 @@ def initialize():
             atexit.register(_shutdown)
 
 
-_out_types = {}
+_out_types: dict[str, Any] = {}
 
 
-def _out_type(ctype):
+def _out_type(ctype: str) -> Any:
     try:
         return _out_types[ctype]
     except KeyError:
@@ -147,16 +148,17 @@ def _out_type(ctype):
         return t
 
 
-def string_result(fn, *args, size):
+def string_result(fn: Callable[..., int], *args: Any, size: int) -> str:
     """Call ``fn(*args, buf, size)`` and return the NUL-terminated text, decoded."""
     buf = ffi.new("char[]", size)
     status = fn(*args, buf, size)
     if status:
         check(status)
-    return ffi.string(buf).decode()
+    text: str = ffi.string(buf).decode()
+    return text
 
 
-def out_result(ctype, fn, *args):
+def out_result(ctype: str, fn: Callable[..., int], *args: Any) -> Any:
     """Call ``fn(*args, out)`` with ``out = ffi.new(ctype + " *")``; return ``out[0]``."""
     out = ffi.new(_out_type(ctype))
     status = fn(*args, out)
@@ -165,7 +167,7 @@ def out_result(ctype, fn, *args):
     return out[0]
 
 
-def two_call(ctype, fn, *args):
+def two_call(ctype: str, fn: Callable[..., int], *args: Any) -> tuple[Any, int]:
     """Call a count-then-fill NVML function ``fn(*args, &count, array)``.
 
     The first call (count 0, NULL array) takes INSUFFICIENT_SIZE as the
@@ -188,9 +190,10 @@ def two_call(ctype, fn, *args):
             return array, min(count[0], n)
 
 
-def struct_version(ctype, version):
+def struct_version(ctype: str, version: int) -> int:
     """Return ``NVML_STRUCT_VERSION`` for the struct type ``ctype``."""
-    return ffi.sizeof(ctype) | (version << 24)
+    size: int = ffi.sizeof(ctype)
+    return size | (version << 24)
 
 
 class CArrayView:
@@ -201,17 +204,17 @@ class CArrayView:
     """
 
     __slots__ = ("_a", "_n")
-    _item_name = "item"
-    _item_type = None
+    _item_name: ClassVar[str] = "item"
+    _item_type: ClassVar[Any] = None
 
-    def __init__(self, array, count):
+    def __init__(self, array: Any, count: int) -> None:
         self._a = array
         self._n = count
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Any:
         if not isinstance(index, int):
             raise TypeError(f"{self._item_name} index must be an int, got {type(index).__name__}")
         if index < 0:
@@ -221,14 +224,14 @@ class CArrayView:
         return self._item_type(self._a, self._a[index])
 
 
-def _shutdown():
+def _shutdown() -> None:
     """Release this process's NVML initialization (at interpreter exit)."""
     if _state[0] == _INITIALIZED and _state[1] == os.getpid():
         _state[0] = _UNINITIALIZED
         lib.nvmlShutdown()  # a failure at exit has nobody to report to
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     if _state[0] == _INITIALIZED:
         _state[0] = _FORKED
         lib.cc_nvml_forget()

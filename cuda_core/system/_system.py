@@ -27,7 +27,7 @@ CUDA_BINDINGS_NVML_IS_COMPATIBLE = True
 _BRANCH_VERSION = _nvml.struct_version("nvmlSystemDriverBranchInfo_v1_t", 1)
 
 
-def _is_wsl():
+def _is_wsl() -> bool:
     try:
         with open("/proc/sys/kernel/osrelease") as f:
             release = f.read().lower()
@@ -39,7 +39,7 @@ def _is_wsl():
 _ON_WSL = _is_wsl()
 
 
-def get_user_mode_driver_version():
+def get_user_mode_driver_version() -> tuple[int, int]:
     """Return the CUDA version of the user-mode driver as ``(major, minor)``.
 
     Falls back to the CUDA driver (``cuDriverGetVersion``) where NVML
@@ -49,7 +49,7 @@ def get_user_mode_driver_version():
         _nvml.initialize()
     except LibraryNotFoundError as exc:
         try:
-            v = driver_version()
+            v: int = driver_version()  # type: ignore[no-untyped-call, unused-ignore]
         except CUDAError:
             raise exc from None
     else:
@@ -57,21 +57,21 @@ def get_user_mode_driver_version():
     return (v // 1000, (v // 10) % 100)
 
 
-def get_kernel_mode_driver_version():
+def get_kernel_mode_driver_version() -> tuple[int, ...]:
     """Return the kernel-mode driver's version, e.g. ``(580, 65, 6)``."""
     _nvml.initialize()
     text = _nvml.string_result(lib.nvmlSystemGetDriverVersion, size=80)
     return tuple(int(part) for part in text.split("."))
 
 
-def get_nvml_version():
+def get_nvml_version() -> tuple[int, ...]:
     """Return NVML's version, e.g. ``(13, 580, 65, 6)``."""
     _nvml.initialize()
     text = _nvml.string_result(lib.nvmlSystemGetNVMLVersion, size=80)
     return tuple(int(part) for part in text.split("."))
 
 
-def get_driver_branch():
+def get_driver_branch() -> str:
     """Return the driver's branch name, e.g. ``"r582_49"``.
 
     The branch is not the version's major number: driver 580.159.04
@@ -81,23 +81,24 @@ def get_driver_branch():
     info = ffi.new("nvmlSystemDriverBranchInfo_t *")
     info.version = _BRANCH_VERSION
     _nvml.check(lib.nvmlSystemGetDriverBranch(info, ffi.sizeof(info.branch)))
-    return ffi.string(info.branch).decode()
+    branch: str = ffi.string(info.branch).decode()
+    return branch
 
 
-def get_num_devices():
+def get_num_devices() -> int:
     """Return the number of GPUs in the system.
 
     NVML counts every GPU, whatever ``CUDA_VISIBLE_DEVICES`` says; where NVML
     cannot be loaded the CUDA driver counts (and does honour it).
     """
-    n = lib.cc_nvml_device_count()
+    n: int = lib.cc_nvml_device_count()
     if n > _nvml.READ_FAILED:
         return n
     # Not loaded or initialized yet (or a failure): initialize, then ask again.
     return _count_devices()
 
 
-def _count_devices():
+def _count_devices() -> int:
     try:
         _nvml.initialize()
     except LibraryNotFoundError as exc:
@@ -105,10 +106,11 @@ def _count_devices():
             return _cuda_device_count()
         except CUDAError:
             raise exc from None
-    return _nvml.out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
+    count: int = _nvml.out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
+    return count
 
 
-def get_process_name(pid):
+def get_process_name(pid: int) -> str:
     """Return the name of process ``pid`` as NVML knows it.
 
     NVML learns process names while listing each GPU's processes, so those
@@ -129,7 +131,7 @@ def get_process_name(pid):
             lib.cc_restore_locale(saved)
 
 
-def _read_process_lists():
+def _read_process_lists() -> None:
     count = _nvml.out_result("unsigned int", lib.nvmlDeviceGetCount_v2)
     for i in range(count):
         try:
@@ -139,9 +141,10 @@ def _read_process_lists():
             continue
 
 
-def _cuda_device_count():
-    load_driver()
+def _cuda_device_count() -> int:
+    load_driver()  # type: ignore[no-untyped-call, unused-ignore]
     check_cuda(lib.cuInit(0))
     count = ffi.new("int *")
     check_cuda(lib.cuDeviceGetCount(count))
-    return count[0]
+    n: int = count[0]
+    return n

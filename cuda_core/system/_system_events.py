@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._utils import Closeable
@@ -29,7 +30,9 @@ _REGISTER_VERSION = struct_version("nvmlSystemRegisterEventRequest_v1_t", 1)
 _WAIT_VERSION = struct_version("nvmlSystemEventSetWaitRequest_v1_t", 1)
 
 
-def register_events(events):
+def register_events(
+    events: SystemEventType | str | list[SystemEventType | str],
+) -> RegisteredSystemEvents:
     """Register for system events (a :class:`SystemEventType`, its string, or a list).
 
     Returns
@@ -45,11 +48,11 @@ def register_events(events):
 class RegisteredSystemEvents(Closeable):
     """A registered system event set; wait for events with :meth:`wait`."""
 
-    def __init__(self, mask):
+    def __init__(self, mask: int) -> None:
         create = ffi.new("nvmlSystemEventSetCreateRequest_t *")
         create.version = _SET_VERSION
         check(lib.nvmlSystemEventSetCreate(create))
-        self._set = create.set
+        self._set: Any = create.set
         self._finalizer = weakref.finalize(self, _free_set, self._set)
         try:
             request = ffi.new("nvmlSystemRegisterEventRequest_t *")
@@ -61,11 +64,11 @@ class RegisteredSystemEvents(Closeable):
             self.close()
             raise
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._set is None else f"handle={self.handle:#x}"
         return f"<RegisteredSystemEvents {state}>"
 
-    def close(self):
+    def close(self) -> None:
         """Free the event set (idempotent)."""
         c_set, self._set = self._set, None
         if c_set is None:
@@ -74,11 +77,11 @@ class RegisteredSystemEvents(Closeable):
         check(_free_status(c_set))
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The ``nvmlSystemEventSet_t`` as an int (0 once closed)."""
         return 0 if self._set is None else int(ffi.cast("uintptr_t", self._set))
 
-    def wait(self, timeout_ms=0, buffer_size=1):
+    def wait(self, timeout_ms: int = 0, buffer_size: int = 1) -> SystemEvents:
         """Wait up to ``timeout_ms`` ms for events; return up to ``buffer_size`` of them.
 
         Returns
@@ -111,25 +114,27 @@ class SystemEvent:
 
     __slots__ = ("_owner", "_e")
 
-    def __init__(self, owner, item):
+    def __init__(self, owner: Any, item: Any) -> None:
         self._owner = owner  # keeps the array holding ``item`` alive
         self._e = item
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<SystemEvent event_type={self._e.eventType:#x} gpu_id={self._e.gpuId:#x}>"
 
     @property
-    def event_type(self):
+    def event_type(self) -> SystemEventType:
         """SystemEventType: What happened (KeyError for a bit this version does not know)."""
-        return from_nvml(SystemEventType, self._e.eventType)
+        member: SystemEventType = from_nvml(SystemEventType, self._e.eventType)
+        return member
 
     @property
-    def gpu_id(self):
+    def gpu_id(self) -> int:
         """int: The GPU, as NVML's PCI-format id."""
-        return self._e.gpuId
+        value: int = self._e.gpuId
+        return value
 
     @property
-    def device(self):
+    def device(self) -> Device:
         """Device: The GPU the event is about.
 
         The id is read as the standard PCI packing (domain << 16 | bus << 8 |
@@ -148,16 +153,17 @@ class SystemEvents(CArrayView):
     _item_type = SystemEvent
 
 
-def _free_status(c_set):
+def _free_status(c_set: Any) -> int:
     if c_set == ffi.NULL or not is_initialized():
         return 0  # NVML shut down (or a forked child): the set went with it
     request = ffi.new("nvmlSystemEventSetFreeRequest_t *")
     request.version = _FREE_VERSION
     request.set = c_set
-    return lib.nvmlSystemEventSetFree(request)
+    status: int = lib.nvmlSystemEventSetFree(request)
+    return status
 
 
-def _free_set(c_set):
+def _free_set(c_set: Any) -> None:
     """Finalizer: free a set dropped open; a failure becomes a warning."""
     try:
         check(_free_status(c_set))

@@ -10,6 +10,8 @@ without NVML, and they pickle (the status is enough to rebuild one).
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_core._cuda_ffi import ffi, lib
 
 __all__ = [
@@ -70,14 +72,15 @@ _FALLBACK_MESSAGES = {
 }
 
 
-def _message(status):
+def _message(status: int) -> str:
     """Return NVML's description of ``status`` (a fallback without NVML)."""
     try:
         text = lib.nvmlErrorString(status)
     except (OverflowError, TypeError):
         text = ffi.NULL
     if text != ffi.NULL:
-        return ffi.string(text).decode(errors="replace")
+        decoded: str = ffi.string(text).decode(errors="replace")
+        return decoded
     if status in _FALLBACK_MESSAGES:
         return _FALLBACK_MESSAGES[status]
     cls = _STATUS_CLASSES.get(status)
@@ -86,7 +89,7 @@ def _message(status):
     return f"NVML error {status}"
 
 
-def _snake_upper(name):
+def _snake_upper(name: str) -> str:
     core = name[: -len("Error")] if name.endswith("Error") else name
     out = []
     for i, ch in enumerate(core):
@@ -105,11 +108,11 @@ class NvmlError(Exception):
         The NVML status.  The message is NVML's own description of it.
     """
 
-    def __init__(self, status):
+    def __init__(self, status: int) -> None:
         self.status = status
         super().__init__(_message(status))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.status,))
 
 
@@ -163,12 +166,12 @@ class LibraryNotFoundError(NvmlError):
     Raised by cuda_core with a message naming what was searched.
     """
 
-    def __init__(self, status=12, message=None):
+    def __init__(self, status: int = 12, message: str | None = None) -> None:
         super().__init__(status)
         if message is not None:
             self.args = (message,)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.status, self.args[0] if self.args else None))
 
 
@@ -283,6 +286,6 @@ _STATUS_CLASSES = {
 }
 
 
-def _error_for(status):
+def _error_for(status: int) -> NvmlError:
     """Return the exception for a non-zero NVML ``status`` (not raised)."""
     return _STATUS_CLASSES.get(status, NvmlError)(status)

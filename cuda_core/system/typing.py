@@ -38,10 +38,10 @@ __all__ = [
 class _StrEnum(str, enum.Enum):
     """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str(self.value)
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         return format(str(self.value), spec)
 
 
@@ -374,7 +374,7 @@ _FIELD_NAMES = """
 #: ``FieldId(74)`` is ``DEV_PERF_POLICY_POWER``; the aliases
 #: ``DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP`` and ``DEV_CLOCKS_EVENT_REASON_SYNC_BOOST``
 #: are reachable by name.
-FieldId = enum.IntEnum(
+FieldId = enum.IntEnum(  # type: ignore[misc]  # members built from a list
     "FieldId",
     [(name, value) for value, name in enumerate(_FIELD_NAMES.split(), 1)]
     + [
