@@ -23,11 +23,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_version
 from cuda_core.typing import WorkqueueSharingScopeType
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+
+_SM = TypeVar("_SM", bound="SMResource")
+_WQ = TypeVar("_WQ", bound="WorkqueueResource")
+_DR = TypeVar("_DR", bound="DeviceResources")
 
 __all__ = [
     "DeviceResources",
@@ -38,7 +46,7 @@ __all__ = [
 ]
 
 #: [Device class], filled by cuda_core._device at import (WorkqueueResource.device).
-_DEVICE_TYPE = []
+_DEVICE_TYPE: list[Any] = []
 
 _GREEN_MIN_DRIVER = 12040
 _STRUCTURED_SPLIT_MIN_DRIVER = 13010
@@ -109,7 +117,7 @@ class WorkqueueResourceOptions:
     sharing_scope: WorkqueueSharingScopeType | str | None = None
     concurrency_limit: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         scope = self.sharing_scope
         if scope is not None:
             try:
@@ -143,15 +151,21 @@ class SMResource:
     """
 
     __slots__ = ("_res", "_usable", "_min_partition", "_alignment", "__weakref__")
+    _res: Any
+    _usable: bool
+    _min_partition: int
+    _alignment: int
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "SMResource cannot be instantiated directly. "
             "Use dev.resources.sm or SMResource.split()."
         )
 
     @classmethod
-    def _copy(cls, c_res, usable=True, parent=None):
+    def _copy(
+        cls: type[_SM], c_res: Any, usable: bool = True, parent: SMResource | None = None
+    ) -> _SM:
         """Return an SMResource owning a copy of the ``CUdevResource`` at ``c_res``."""
         self = object.__new__(cls)
         self._res = ffi.new("CUdevResource *")
@@ -165,11 +179,13 @@ class SMResource:
             self._alignment = self._alignment or parent._alignment
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         dry = " dry-run" if not self._usable else ""
         return f"<SMResource sm_count={self.sm_count}{dry}>"
 
-    def split(self, options, *, dry_run=False):
+    def split(
+        self, options: SMResourceOptions, *, dry_run: bool = False
+    ) -> tuple[list[SMResource], SMResource]:
         """Split these SMs into groups and a remainder.
 
         Parameters
@@ -208,34 +224,36 @@ class SMResource:
             raise TypeError(f"options must be SMResourceOptions, got {type(options)}")
         n_groups = _group_count(options)
         _check_green_ctx_support()
-        if driver_version() >= _STRUCTURED_SPLIT_MIN_DRIVER:
+        if driver_version() >= _STRUCTURED_SPLIT_MIN_DRIVER:  # type: ignore[no-untyped-call,unused-ignore]
             return _split_structured(self, options, n_groups, dry_run)
         return _split_by_count(self, options, n_groups, dry_run)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of this object's ``CUdevResource`` struct."""
         return int(ffi.cast("uintptr_t", self._res))
 
     @property
-    def sm_count(self):
+    def sm_count(self) -> int:
         """int: The number of SMs in this resource."""
-        return self._res.sm.smCount
+        count: int = self._res.sm.smCount
+        return count
 
     @property
-    def min_partition_size(self):
+    def min_partition_size(self) -> int:
         """int: The fewest SMs a split group of this resource can have."""
         return self._min_partition
 
     @property
-    def coscheduled_alignment(self):
+    def coscheduled_alignment(self) -> int:
         """int: The granularity of groups: SMs guaranteed to be co-scheduled together."""
         return self._alignment
 
     @property
-    def flags(self):
+    def flags(self) -> int:
         """int: The driver's flags of this resource (0 before CUDA 13.1)."""
-        return self._res.sm.flags
+        flags: int = self._res.sm.flags
+        return flags
 
 
 class WorkqueueResource:
@@ -252,14 +270,16 @@ class WorkqueueResource:
     """
 
     __slots__ = ("_config", "_wq", "__weakref__")
+    _config: Any
+    _wq: Any
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "WorkqueueResource cannot be instantiated directly. Use dev.resources.workqueue."
         )
 
     @classmethod
-    def _copy(cls, c_config, c_wq):
+    def _copy(cls: type[_WQ], c_config: Any, c_wq: Any) -> _WQ:
         self = object.__new__(cls)
         self._config = ffi.new("CUdevResource *")
         self._wq = ffi.new("CUdevResource *")
@@ -267,13 +287,13 @@ class WorkqueueResource:
         ffi.memmove(self._wq, c_wq, ffi.sizeof("CUdevResource"))
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<WorkqueueResource sharing_scope={self.sharing_scope!s} "
             f"concurrency_limit={self.concurrency_limit}>"
         )
 
-    def configure(self, options):
+    def configure(self, options: WorkqueueResourceOptions) -> None:
         """Change this workqueue configuration in place.
 
         Parameters
@@ -298,29 +318,31 @@ class WorkqueueResource:
         if options.concurrency_limit is not None:
             config[1] = options.concurrency_limit
 
-    def _wq_config(self):
+    def _wq_config(self) -> Any:
         """The ``wqConfig`` member as ``int[3]``: device, concurrency limit, sharing scope."""
         return ffi.cast("int *", ffi.cast("char *", self._config) + _SM_OFFSET)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the configuration's ``CUdevResource`` struct."""
         return int(ffi.cast("uintptr_t", self._config))
 
     @property
-    def sharing_scope(self):
+    def sharing_scope(self) -> WorkqueueSharingScopeType:
         """WorkqueueSharingScopeType: How the workqueues are shared."""
         return _SCOPE_FROM_C[self._wq_config()[2]]
 
     @property
-    def concurrency_limit(self):
+    def concurrency_limit(self) -> int:
         """int: The expected number of concurrent stream-ordered workloads."""
-        return self._wq_config()[1] & 0xFFFFFFFF
+        limit: int = self._wq_config()[1] & 0xFFFFFFFF
+        return limit
 
     @property
-    def device(self):
+    def device(self) -> Device:
         """Device: The device these workqueues are on."""
-        return _DEVICE_TYPE[0](self._wq_config()[0])
+        device: Device = _DEVICE_TYPE[0](self._wq_config()[0])
+        return device
 
 
 class DeviceResources:
@@ -339,16 +361,20 @@ class DeviceResources:
     """
 
     __slots__ = ("_device_id", "_c_ctx", "_c_green", "_keep")
+    _device_id: int
+    _c_ctx: Any
+    _c_green: Any
+    _keep: object
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("DeviceResources cannot be instantiated directly. Use dev.resources.")
 
     @classmethod
-    def _for_device(cls, device_id):
+    def _for_device(cls: type[_DR], device_id: int) -> _DR:
         return cls._new(device_id, None, None, None)
 
     @classmethod
-    def _for_context(cls, device_id, c_ctx, c_green, keep):
+    def _for_context(cls: type[_DR], device_id: int, c_ctx: Any, c_green: Any, keep: object) -> _DR:
         """Resources of context ``c_ctx`` (green context ``c_green`` if not None).
 
         ``keep`` is kept alive (the object that owns the handles).
@@ -356,7 +382,7 @@ class DeviceResources:
         return cls._new(device_id, c_ctx, c_green, keep)
 
     @classmethod
-    def _new(cls, device_id, c_ctx, c_green, keep):
+    def _new(cls: type[_DR], device_id: int, c_ctx: Any, c_green: Any, keep: object) -> _DR:
         self = object.__new__(cls)
         self._device_id = device_id
         self._c_ctx = c_ctx
@@ -364,11 +390,11 @@ class DeviceResources:
         self._keep = keep
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         where = "device" if self._c_ctx is None else "context"
         return f"<DeviceResources {where} of device {self._device_id}>"
 
-    def _query(self, out, kind):
+    def _query(self, out: Any, kind: int) -> None:
         if self._c_green is not None:
             check(
                 lib.cuGreenCtxGetDevResource(self._c_green, out, kind), "cuGreenCtxGetDevResource"
@@ -379,7 +405,7 @@ class DeviceResources:
             check(lib.cuDeviceGetDevResource(self._device_id, out, kind), "cuDeviceGetDevResource")
 
     @property
-    def sm(self):
+    def sm(self) -> SMResource:
         """SMResource: The SMs available here.
 
         Raises
@@ -393,7 +419,7 @@ class DeviceResources:
         return SMResource._copy(out)
 
     @property
-    def workqueue(self):
+    def workqueue(self) -> WorkqueueResource:
         """WorkqueueResource: The workqueue configuration here.
 
         Raises
@@ -413,12 +439,12 @@ class DeviceResources:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _version_text(version):
+def _version_text(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
-def _check_green_ctx_support():
-    version = driver_version()
+def _check_green_ctx_support() -> None:
+    version = driver_version()  # type: ignore[no-untyped-call,unused-ignore]
     if version < _GREEN_MIN_DRIVER:
         raise NotImplementedError(
             "Green context support requires CUDA driver 12.4 or newer. "
@@ -426,8 +452,8 @@ def _check_green_ctx_support():
         )
 
 
-def _check_workqueue_support():
-    version = driver_version()
+def _check_workqueue_support() -> None:
+    version = driver_version()  # type: ignore[no-untyped-call,unused-ignore]
     if version < _WORKQUEUE_MIN_DRIVER:
         raise NotImplementedError(
             "WorkqueueResource requires CUDA driver 13.1 or newer. "
@@ -435,16 +461,16 @@ def _check_workqueue_support():
         )
 
 
-def _is_sequence(value):
+def _is_sequence(value: object) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
 
 
 _PER_GROUP_FIELDS = ("coscheduled_sm_count", "preferred_coscheduled_sm_count", "backfill")
 
 
-def _group_count(options):
+def _group_count(options: SMResourceOptions) -> int:
     """Return the number of groups ``options`` asks for, checking the field shapes."""
-    count = options.count
+    count: Any = options.count
     if count is None or (isinstance(count, int) and not isinstance(count, bool)):
         n_groups = 1
         scalar = True
@@ -471,11 +497,11 @@ def _group_count(options):
     return n_groups
 
 
-def _per_group(value, n_groups):
+def _per_group(value: Any, n_groups: int) -> list[Any]:
     return list(value) if _is_sequence(value) else [value] * n_groups
 
 
-def _as_uint(value, name):
+def _as_uint(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int or None, got {type(value)}")
     if value < 0:
@@ -483,11 +509,13 @@ def _as_uint(value, name):
     return value
 
 
-def _count(value):
+def _count(value: object) -> int:
     return 0 if value is None else _as_uint(value, "count")
 
 
-def _split_by_count(sm, options, n_groups, dry_run):
+def _split_by_count(
+    sm: SMResource, options: SMResourceOptions, n_groups: int, dry_run: bool
+) -> tuple[list[SMResource], SMResource]:
     """Split with ``cuDevSmResourceSplitByCount`` (drivers before CUDA 13.1)."""
     if options.coscheduled_sm_count is not None:
         raise NotImplementedError(
@@ -521,7 +549,9 @@ def _split_by_count(sm, options, n_groups, dry_run):
     return groups, SMResource._copy(remaining, usable, sm)
 
 
-def _split_structured(sm, options, n_groups, dry_run):
+def _split_structured(
+    sm: SMResource, options: SMResourceOptions, n_groups: int, dry_run: bool
+) -> tuple[list[SMResource], SMResource]:
     """Split with ``cuDevSmResourceSplit`` (CUDA 13.1 drivers)."""
     counts = _per_group(options.count, n_groups)
     cosched = _per_group(options.coscheduled_sm_count, n_groups)

@@ -9,9 +9,22 @@ cuda_core does not.  The texture package reaches ``Device`` (for the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
 from cuda_core._context import _pop, _push_if_needed
 
+if TYPE_CHECKING:
+    from cuda_core.texture import (
+        MipmappedArray,
+        OpaqueArray,
+        ResourceDescriptor,
+        SurfaceObject,
+        TextureObject,
+    )
+
 __all__ = []
+
+_R = TypeVar("_R")
 
 
 class TextureFactories:
@@ -19,7 +32,7 @@ class TextureFactories:
 
     __slots__ = ()
 
-    def create_opaque_array(self, options):
+    def create_opaque_array(self, options: Any) -> OpaqueArray:
         """Allocate an :class:`~cuda_core.texture.OpaqueArray` (a CUDA array) on this device.
 
         Parameters
@@ -42,7 +55,7 @@ class TextureFactories:
 
         return _in_context(self, _create_opaque_array, options)
 
-    def create_mipmapped_array(self, options):
+    def create_mipmapped_array(self, options: Any) -> MipmappedArray:
         """Allocate a :class:`~cuda_core.texture.MipmappedArray` on this device.
 
         Parameters
@@ -64,7 +77,9 @@ class TextureFactories:
 
         return _in_context(self, _create_mipmapped_array, options)
 
-    def create_texture_object(self, *, resource, options=None):
+    def create_texture_object(
+        self, *, resource: ResourceDescriptor, options: Any = None
+    ) -> TextureObject:
         """Create a :class:`~cuda_core.texture.TextureObject` reading ``resource``.
 
         Parameters
@@ -95,7 +110,7 @@ class TextureFactories:
 
         return _in_context(self, _create_texture_object, resource, options)
 
-    def create_surface_object(self, *, resource):
+    def create_surface_object(self, *, resource: ResourceDescriptor) -> SurfaceObject:
         """Create a :class:`~cuda_core.texture.SurfaceObject` over ``resource``.
 
         Parameters
@@ -122,12 +137,12 @@ class TextureFactories:
         return _in_context(self, _create_surface_object, resource)
 
 
-def _in_context(device, factory, *args):
+def _in_context(device: Any, factory: Callable[..., _R], *args: Any) -> _R:
     """Run ``factory(*args, device_id)`` with ``device``'s context current."""
     device._check_initialized()
-    pushed = _push_if_needed(device._c_ctx)
+    pushed = _push_if_needed(device._c_ctx)  # type: ignore[no-untyped-call,unused-ignore]
     try:
         return factory(*args, device._device_id)
     finally:
         if pushed:
-            _pop()
+            _pop()  # type: ignore[no-untyped-call,unused-ignore]

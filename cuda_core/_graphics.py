@@ -12,6 +12,10 @@ then.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, Union
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._memory import Buffer, MemoryResource
@@ -19,7 +23,16 @@ from cuda_core._memory._memory_resource import _DeviceMemory
 from cuda_core._stream import _as_open_stream
 from cuda_core._utils import as_int_handle
 
+if TYPE_CHECKING:
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
+
 __all__ = ["GraphicsResource"]
+
+_G = TypeVar("_G", bound="GraphicsResource")
+#: What ``flags`` accepts: one flag name, a sequence of them, or None.
+_Flags = Union[str, Sequence[str], None]
 
 _REGISTER_FLAGS = {
     "none": lib.CU_GRAPHICS_REGISTER_FLAGS_NONE,
@@ -48,54 +61,68 @@ class GraphicsResource:
     """
 
     __slots__ = ("_handle", "_h", "_closed", "_mapped", "_cm_stream", "__weakref__")
+    _handle: Any
+    _h: int
+    _closed: bool
+    _mapped: Buffer | None
+    _cm_stream: Any
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "GraphicsResource objects cannot be instantiated directly. "
             "Use GraphicsResource.from_gl_buffer() or GraphicsResource.from_gl_image()."
         )
 
     @classmethod
-    def _register(cls, register, flags, cm_stream):
+    def _register(
+        cls: type[_G], register: Callable[[Any, int], int], flags: _Flags, cm_stream: Any
+    ) -> _G:
         c_flags = _parse_register_flags(flags)
         out = ffi.new("CUgraphicsResource *")
         check(register(out, c_flags))
         self = object.__new__(cls)
         self._handle = out[0]
-        self._h = as_int_handle(out[0])
+        self._h = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
         self._closed = False
         self._mapped = None
         self._cm_stream = cm_stream
         return self
 
-    def __del__(self):
+    def __del__(self) -> None:
         # Safety net only: close() (or ``with``) is the lifetime tool.
         try:
             closed = self._closed
         except AttributeError:
             return
-        if not closed and not in_forked_child():
+        if not closed and not in_forked_child():  # type: ignore[no-untyped-call,unused-ignore]
             self._closed = True
             status = lib.cuGraphicsUnregisterResource(self._handle)
             if status:
-                warn_cuda("cuGraphicsUnregisterResource (GraphicsResource finalizer)", status)
+                warn_cuda("cuGraphicsUnregisterResource (GraphicsResource finalizer)", status)  # type: ignore[no-untyped-call,unused-ignore]
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         if self._cm_stream is None:
             return self
         return self.map(stream=self._cm_stream)
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
         self.close()
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = " mapped" if self.is_mapped else ""
         state += " closed" if self._closed else ""
         return f"<GraphicsResource handle={self.handle:#x}{state}>"
 
     @classmethod
-    def from_gl_buffer(cls, gl_buffer, *, flags=None, stream=None):
+    def from_gl_buffer(
+        cls: type[_G], gl_buffer: int, *, flags: _Flags = None, stream: Stream | None = None
+    ) -> _G:
         """Register the OpenGL buffer object ``gl_buffer`` for CUDA access.
 
         Parameters
@@ -130,7 +157,7 @@ class GraphicsResource:
         )
 
     @classmethod
-    def from_gl_image(cls, image, target, *, flags=None):
+    def from_gl_image(cls: type[_G], image: int, target: int, *, flags: _Flags = None) -> _G:
         """Register an OpenGL texture or renderbuffer for CUDA access.
 
         Parameters
@@ -164,7 +191,7 @@ class GraphicsResource:
             None,
         )
 
-    def map(self, *, stream):
+    def map(self, *, stream: Stream) -> Buffer:
         """Map the resource for CUDA access, ordered on ``stream``.
 
         Parameters
@@ -191,7 +218,7 @@ class GraphicsResource:
         self._check_open()
         if self._mapped_buffer() is not None:
             raise RuntimeError("GraphicsResource is already mapped")
-        s = _as_open_stream(stream)
+        s = _as_open_stream(stream)  # type: ignore[no-untyped-call,unused-ignore]
         res = ffi.new("CUgraphicsResource *", self._handle)
         check(lib.cuGraphicsMapResources(1, res, s._handle), "cuGraphicsMapResources")
         ptr = ffi.new("CUdeviceptr *")
@@ -204,7 +231,7 @@ class GraphicsResource:
         self._mapped = buf
         return buf
 
-    def unmap(self, *, stream=None):
+    def unmap(self, *, stream: Stream | None = None) -> None:
         """Unmap the resource (closes the Buffer :meth:`map` returned).
 
         Parameters
@@ -225,7 +252,7 @@ class GraphicsResource:
         buf.close(stream=stream)
         self._mapped = None
 
-    def close(self, stream=None):
+    def close(self, stream: Stream | None = None) -> None:
         """Unregister the resource, unmapping it first if it is mapped.
 
         Parameters
@@ -247,33 +274,33 @@ class GraphicsResource:
         if status:
             check(status, "cuGraphicsUnregisterResource")
 
-    def _check_open(self):
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("GraphicsResource has been closed")
 
-    def _mapped_buffer(self):
+    def _mapped_buffer(self) -> Buffer | None:
         buf = self._mapped
         if buf is not None and buf.is_closed:
             self._mapped = buf = None
         return buf
 
     @property
-    def is_mapped(self):
+    def is_mapped(self) -> bool:
         """bool: Whether the resource is mapped (its Buffer is open)."""
         return self._mapped_buffer() is not None
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The ``CUgraphicsResource`` address (0 once closed)."""
         return 0 if self._closed else self._h
 
     @property
-    def resource_handle(self):
+    def resource_handle(self) -> int:
         """int: The same as :attr:`handle`."""
         return self.handle
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return self._closed
 
@@ -281,23 +308,25 @@ class GraphicsResource:
 class _MappedGraphics(_DeviceMemory, MemoryResource):
     """The "memory resource" of a mapped GraphicsResource's Buffer: freeing it unmaps."""
 
-    def __init__(self, resource):
+    def __init__(self, resource: GraphicsResource) -> None:
         self._resource = resource  # keeps the registration alive while mapped
-        self._device_id = None
+        self._device_id: int | None = None
 
-    def allocate(self, size, *, stream):
+    def allocate(self, size: int, *, stream: Stream | GraphBuilder) -> Buffer:
         raise RuntimeError("a mapped graphics resource cannot allocate memory")
 
-    def deallocate(self, ptr, size, *, stream):
+    def deallocate(
+        self, ptr: DevicePointerType, size: int, *, stream: Stream | GraphBuilder | None
+    ) -> None:
         resource = self._resource
         if resource._closed:
             return
         res = ffi.new("CUgraphicsResource *", resource._handle)
-        c_stream = ffi.NULL if stream is None else _as_open_stream(stream)._handle
+        c_stream = ffi.NULL if stream is None else _as_open_stream(stream)._handle  # type: ignore[no-untyped-call,unused-ignore]
         check(lib.cuGraphicsUnmapResources(1, res, c_stream), "cuGraphicsUnmapResources")
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         if self._device_id is None:
             out = ffi.new("CUdevice *")
             check(lib.cuCtxGetDevice(out))
@@ -305,7 +334,7 @@ class _MappedGraphics(_DeviceMemory, MemoryResource):
         return self._device_id
 
 
-def _parse_register_flags(flags):
+def _parse_register_flags(flags: _Flags) -> int:
     """Return the ``CU_GRAPHICS_REGISTER_FLAGS_*`` bits for ``flags`` (a str or a sequence)."""
     if flags is None:
         return 0
@@ -322,7 +351,7 @@ def _parse_register_flags(flags):
     return result
 
 
-def _as_gl_name(value, what):
+def _as_gl_name(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int, not {type(value).__name__}")
     if not 0 <= value < 2**32:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import typing
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import cuda_core._context as _context
 from cuda_core._context import Context, _bufs
@@ -34,6 +35,9 @@ from cuda_core._stream import _OWNED, _OpenStream
 from cuda_core._stream_options import StreamOptions, _checked_priority
 from cuda_core._utils import as_int_handle, check_or_create_options
 from cuda_core.typing import _register
+
+if TYPE_CHECKING:
+    from cuda_core._stream import Stream
 
 __all__ = ["ContextOptions", "DeviceResourcesType"]
 
@@ -63,13 +67,13 @@ class _GreenOwner:
 
     __slots__ = ("c_green", "streams", "destroyed", "_finalizer", "__weakref__")
 
-    def __init__(self, c_green):
+    def __init__(self, c_green: Any) -> None:
         self.c_green = c_green
-        self.streams = weakref.WeakSet()
+        self.streams: weakref.WeakSet[Any] = weakref.WeakSet()
         self.destroyed = False
         self._finalizer = weakref.finalize(self, _destroy_green_ctx, c_green)
 
-    def release(self):
+    def release(self) -> None:
         """The Context let go: destroy now unless one of its streams is still open."""
         if any(not s._closed for s in list(self.streams)):
             return  # destroyed when the last stream object is collected
@@ -78,11 +82,11 @@ class _GreenOwner:
         check(lib.cuGreenCtxDestroy(self.c_green), "cuGreenCtxDestroy")
 
 
-def create_green_context(device_id, options):
+def create_green_context(device_id: int, options: Any) -> Context:
     """Create a green context on ``device_id`` from ``options`` (see Device.create_context)."""
     if options is None:
         raise ValueError("ContextOptions with resources must be provided to create a green context")
-    opts = check_or_create_options(ContextOptions, options, "Context options")
+    opts = check_or_create_options(ContextOptions, options, "Context options")  # type: ignore[no-untyped-call,unused-ignore]
     resources = opts.resources
     if resources is None:
         raise ValueError("resources must be provided (a sequence of SMResource/WorkqueueResource)")
@@ -91,7 +95,7 @@ def create_green_context(device_id, options):
     resources = list(resources)
     if not resources:
         raise ValueError("resources must be provided (a sequence of SMResource/WorkqueueResource)")
-    structs = []
+    structs: list[Any] = []
     for res in resources:
         if isinstance(res, SMResource):
             if not res._usable:
@@ -120,29 +124,30 @@ def create_green_context(device_id, options):
         "cuGreenCtxCreate",
     )
     owner = _GreenOwner(out[0])
-    c_ctx = _bufs().ctx
+    c_ctx = _bufs().ctx  # type: ignore[no-untyped-call,unused-ignore]
     status = lib.cuCtxFromGreenCtx(c_ctx, out[0])
     if status:
         owner.release()  # nothing else refers to it yet
         check(status, "cuCtxFromGreenCtx")
-    return Context._from_green(c_ctx[0], device_id, owner)
+    context: Context = Context._from_green(c_ctx[0], device_id, owner)  # type: ignore[no-untyped-call,unused-ignore]
+    return context
 
 
-def _create_green_stream(ctx, options):
+def _create_green_stream(ctx: Any, options: Any) -> Stream:
     """Create a stream of green Context ``ctx`` (``cuGreenCtxStreamCreate``)."""
-    opts = check_or_create_options(StreamOptions, options, "Stream options")
+    opts = check_or_create_options(StreamOptions, options, "Stream options")  # type: ignore[no-untyped-call,unused-ignore]
     if not opts.nonblocking:
         raise ValueError("streams of a green context must be non-blocking (nonblocking=True)")
-    priority = _checked_priority(ctx, opts.priority)
+    priority = _checked_priority(ctx, opts.priority)  # type: ignore[no-untyped-call,unused-ignore]
     owner = ctx._green
     out = ffi.new("CUstream *")
     check(
         lib.cuGreenCtxStreamCreate(out, owner.c_green, lib.CU_STREAM_NON_BLOCKING, priority),
         "cuGreenCtxStreamCreate",
     )
-    stream = _OpenStream()
+    stream: Any = _OpenStream()
     stream._handle = out[0]
-    stream._h = as_int_handle(out[0])
+    stream._h = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
     stream._kind = _OWNED
     stream._ctx = ctx
     stream._closed = False
@@ -150,16 +155,17 @@ def _create_green_stream(ctx, options):
     stream._nonblocking = True
     stream._priority = priority
     owner.streams.add(stream)
-    return stream
+    result: Stream = stream
+    return result
 
 
-def _destroy_green_ctx(c_green):
+def _destroy_green_ctx(c_green: Any) -> None:
     """Finalizer: destroy a green context nothing refers to any more; warn on failure."""
-    if in_forked_child():
+    if in_forked_child():  # type: ignore[no-untyped-call,unused-ignore]
         return
     status = lib.cuGreenCtxDestroy(c_green)
     if status:
-        warn_cuda("cuGreenCtxDestroy (green context finalizer)", status)
+        warn_cuda("cuGreenCtxDestroy (green context finalizer)", status)  # type: ignore[no-untyped-call,unused-ignore]
 
 
 _context._GREEN_STREAM_FACTORY.append(_create_green_stream)

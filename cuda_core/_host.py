@@ -10,10 +10,11 @@ calling thread.  It needs no driver; the memory modules translate it into a
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 __all__ = ["Host"]
 
-_instances = {}  # (numa_id, is_numa_current) -> Host
+_instances: dict[tuple[int | None, bool], Host] = {}  # (numa_id, is_numa_current) -> Host
 _lock = threading.Lock()
 
 
@@ -53,7 +54,10 @@ class Host:
 
     __slots__ = ("_numa_id", "_is_numa_current", "__weakref__")
 
-    def __new__(cls, numa_id=None, *, is_numa_current=False):
+    _numa_id: int | None
+    _is_numa_current: bool
+
+    def __new__(cls, numa_id: int | None = None, *, is_numa_current: bool = False) -> Host:
         if is_numa_current and numa_id is not None:
             raise ValueError("numa_id and is_numa_current are mutually exclusive")
         if numa_id is not None and (
@@ -72,23 +76,23 @@ class Host:
                     _instances[key] = self
         return self
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Host objects are immutable; cannot set {name!r}")
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Host):
             return NotImplemented
         return self._numa_id == other._numa_id and self._is_numa_current == other._is_numa_current
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((Host, self._numa_id, self._is_numa_current))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if self._is_numa_current:
             return _numa_current, ()
         return Host, (self._numa_id,)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._is_numa_current:
             return "Host.numa_current()"
         if self._numa_id is None:
@@ -96,21 +100,21 @@ class Host:
         return f"Host(numa_id={self._numa_id})"
 
     @classmethod
-    def numa_current(cls):
+    def numa_current(cls) -> Host:
         """Return the Host that stands for the calling thread's NUMA node."""
         return cls(is_numa_current=True)
 
     @property
-    def numa_id(self):
+    def numa_id(self) -> int | None:
         """int or None: The NUMA node, or None when no particular node is named."""
         return self._numa_id
 
     @property
-    def is_numa_current(self):
+    def is_numa_current(self) -> bool:
         """bool: Whether this Host means the calling thread's NUMA node."""
         return self._is_numa_current
 
 
-def _numa_current():
+def _numa_current() -> Host:
     """Unpickle ``Host.numa_current()``."""
     return Host.numa_current()

@@ -23,6 +23,7 @@ in :data:`DEVICE_TYPE` by ``cuda_core._device``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
@@ -46,12 +47,17 @@ from cuda_core._tensor_map_types import (  # noqa: F401 - the enums are re-expor
 )
 from cuda_core._utils import as_int_handle, check_or_create_options
 
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+
 __all__ = ["TensorMapDescriptor", "TensorMapDescriptorOptions"]
 
+_T = TypeVar("_T", bound="TensorMapDescriptor")
+
 #: [StridedMemoryView], registered by cuda_core.utils._memoryview.
-VIEW_TYPE = []
+VIEW_TYPE: list[Any] = []
 #: [Device], registered by cuda_core._device.
-DEVICE_TYPE = []
+DEVICE_TYPE: list[Any] = []
 #: Class attribute read by ``launch``: pass ``_karg`` (bytes) by value, with
 #: this (size, alignment) (see ``cuda_core._launcher``).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
@@ -90,15 +96,15 @@ class TensorMapDescriptorOptions:
         a member of its enumeration.
     """
 
-    box_dim: tuple
-    element_strides: tuple = None
-    data_type: object = None
+    box_dim: tuple[int, ...]
+    element_strides: tuple[int, ...] | None = None
+    data_type: Any = None
     interleave: TensorMapInterleave = TensorMapInterleave.NONE
     swizzle: TensorMapSwizzle = TensorMapSwizzle.NONE
     l2_promotion: TensorMapL2Promotion = TensorMapL2Promotion.NONE
     oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.box_dim = _int_tuple("box_dim", self.box_dim)
         if self.element_strides is not None:
             self.element_strides = _int_tuple("element_strides", self.element_strides)
@@ -134,14 +140,22 @@ class TensorMapDescriptor:
         "_device_id",
         "_repr_info",
     )
+    _storage: Any
+    _map: Any
+    _karg: bytes
+    _source_ref: object
+    _view_ref: Any
+    _context: int
+    _device_id: int
+    _repr_info: Any
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "TensorMapDescriptor cannot be instantiated directly. "
             "Use StridedMemoryView.as_tensor_map() instead."
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         info = self._repr_info
         return (
             f"TensorMapDescriptor({info[0]}, rank={info[1]}, dtype={info[2].name}, "
@@ -150,18 +164,18 @@ class TensorMapDescriptor:
 
     @classmethod
     def _from_tiled(
-        cls,
-        view,
-        box_dim=None,
+        cls: type[_T],
+        view: Any,
+        box_dim: Any = None,
         *,
-        options=None,
-        element_strides=None,
-        data_type=None,
-        interleave=TensorMapInterleave.NONE,
-        swizzle=TensorMapSwizzle.NONE,
-        l2_promotion=TensorMapL2Promotion.NONE,
-        oob_fill=TensorMapOOBFill.NONE,
-    ):
+        options: Any = None,
+        element_strides: Any = None,
+        data_type: Any = None,
+        interleave: TensorMapInterleave = TensorMapInterleave.NONE,
+        swizzle: TensorMapSwizzle = TensorMapSwizzle.NONE,
+        l2_promotion: TensorMapL2Promotion = TensorMapL2Promotion.NONE,
+        oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE,
+    ) -> _T:
         """Encode a tiled tensor map of ``view`` (see :class:`TensorMapDescriptorOptions`).
 
         Raises
@@ -230,20 +244,20 @@ class TensorMapDescriptor:
 
     @classmethod
     def _from_im2col(
-        cls,
-        view,
-        pixel_box_lower_corner,
-        pixel_box_upper_corner,
-        channels_per_pixel,
-        pixels_per_column,
+        cls: type[_T],
+        view: Any,
+        pixel_box_lower_corner: Any,
+        pixel_box_upper_corner: Any,
+        channels_per_pixel: int,
+        pixels_per_column: int,
         *,
-        element_strides=None,
-        data_type=None,
-        interleave=TensorMapInterleave.NONE,
-        swizzle=TensorMapSwizzle.NONE,
-        l2_promotion=TensorMapL2Promotion.NONE,
-        oob_fill=TensorMapOOBFill.NONE,
-    ):
+        element_strides: Any = None,
+        data_type: Any = None,
+        interleave: TensorMapInterleave = TensorMapInterleave.NONE,
+        swizzle: TensorMapSwizzle = TensorMapSwizzle.NONE,
+        l2_promotion: TensorMapL2Promotion = TensorMapL2Promotion.NONE,
+        oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE,
+    ) -> _T:
         """Encode an im2col tensor map of ``view`` (rank 3 to 5, channels innermost).
 
         ``pixel_box_lower_corner``/``pixel_box_upper_corner`` give one offset
@@ -291,21 +305,21 @@ class TensorMapDescriptor:
 
     @classmethod
     def _from_im2col_wide(
-        cls,
-        view,
-        pixel_box_lower_corner_width,
-        pixel_box_upper_corner_width,
-        channels_per_pixel,
-        pixels_per_column,
+        cls: type[_T],
+        view: Any,
+        pixel_box_lower_corner_width: int,
+        pixel_box_upper_corner_width: int,
+        channels_per_pixel: int,
+        pixels_per_column: int,
         *,
-        element_strides=None,
-        data_type=None,
-        interleave=TensorMapInterleave.NONE,
-        mode=TensorMapIm2ColWideMode.W,
-        swizzle=TensorMapSwizzle.SWIZZLE_128B,
-        l2_promotion=TensorMapL2Promotion.NONE,
-        oob_fill=TensorMapOOBFill.NONE,
-    ):
+        element_strides: Any = None,
+        data_type: Any = None,
+        interleave: TensorMapInterleave = TensorMapInterleave.NONE,
+        mode: TensorMapIm2ColWideMode = TensorMapIm2ColWideMode.W,
+        swizzle: TensorMapSwizzle = TensorMapSwizzle.SWIZZLE_128B,
+        l2_promotion: TensorMapL2Promotion = TensorMapL2Promotion.NONE,
+        oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE,
+    ) -> _T:
         """Encode an im2col-wide tensor map (rank 3 to 5; compute capability 10.0+).
 
         Loads run along the W dimension only: the corners are single offsets.
@@ -343,7 +357,7 @@ class TensorMapDescriptor:
         check(status, "cuTensorMapEncodeIm2colWide")
         return _finish(self, "im2col_wide", swizzle)
 
-    def replace_address(self, tensor):
+    def replace_address(self, tensor: Any) -> None:
         """Point the tensor map at ``tensor``'s memory (same layout assumed).
 
         Parameters
@@ -373,15 +387,16 @@ class TensorMapDescriptor:
         self._view_ref = view
 
     @property
-    def device(self):
+    def device(self) -> Device:
         """Device: The device the descriptor was made for."""
-        return DEVICE_TYPE[0](self._device_id)
+        device: Device = DEVICE_TYPE[0](self._device_id)
+        return device
 
 
 setattr(TensorMapDescriptor, KERNEL_ARG_MARKER, (_MAP_SIZE, 64))
 
 
-def tiled_from_view(view, box_dim, options, **kwargs):
+def tiled_from_view(view: Any, box_dim: Any, options: Any, **kwargs: Any) -> TensorMapDescriptor:
     """``StridedMemoryView.as_tensor_map``: None enumeration arguments mean NONE."""
     defaults = {
         "interleave": TensorMapInterleave.NONE,
@@ -398,7 +413,16 @@ def tiled_from_view(view, box_dim, options, **kwargs):
 # --------------------------------------------------------------------------
 # Helpers.
 # --------------------------------------------------------------------------
-def _coerce_options(box_dim, options, element_strides, data_type, interleave, swizzle, l2, oob):
+def _coerce_options(
+    box_dim: Any,
+    options: Any,
+    element_strides: Any,
+    data_type: Any,
+    interleave: Any,
+    swizzle: Any,
+    l2: Any,
+    oob: Any,
+) -> TensorMapDescriptorOptions:
     if options is not None:
         if (
             box_dim is not None
@@ -412,9 +436,10 @@ def _coerce_options(box_dim, options, element_strides, data_type, interleave, sw
             raise TypeError(
                 "Specify either options or the individual tensor map arguments, not both"
             )
-        return check_or_create_options(
+        opts: TensorMapDescriptorOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
             TensorMapDescriptorOptions, options, "Tensor map descriptor options"
         )
+        return opts
     if box_dim is None:
         raise TypeError("box_dim is required unless options is provided")
     return TensorMapDescriptorOptions(
@@ -428,14 +453,14 @@ def _coerce_options(box_dim, options, element_strides, data_type, interleave, sw
     )
 
 
-def _begin(cls, view, data_type, operation):
+def _begin(cls: type[_T], view: Any, data_type: Any, operation: str) -> tuple[_T, int, int]:
     """Check ``view``; return (descriptor, rank, element size).
 
     The layout (``_byte_layout``) is checked afterwards, as upstream does:
     the rank and box checks come first.
     """
     _check_view(view)
-    c_ctx = _current_ctx()
+    c_ctx = _current_ctx()  # type: ignore[no-untyped-call,unused-ignore]
     if c_ctx == ffi.NULL:
         raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
     dev = ffi.new("CUdevice *")
@@ -447,17 +472,17 @@ def _begin(cls, view, data_type, operation):
     rank = len(tuple(view.shape))
     self = object.__new__(cls)
     self._storage = ffi.new("char[]", _MAP_SIZE + _MAP_ALIGN)
-    base = as_int_handle(self._storage)
+    base = as_int_handle(self._storage)  # type: ignore[no-untyped-call,unused-ignore]
     self._map = ffi.cast("CUtensorMap *", base + (-base) % _MAP_ALIGN)
     self._source_ref = view.exporting_obj
     self._view_ref = view
-    self._context = as_int_handle(c_ctx)
+    self._context = as_int_handle(c_ctx)  # type: ignore[no-untyped-call,unused-ignore]
     self._device_id = device_id
     self._repr_info = [None, rank, dtype, None]
     return self, rank, elem
 
 
-def _finish(self, method, swizzle):
+def _finish(self: _T, method: str, swizzle: TensorMapSwizzle) -> _T:
     self._karg = bytes(ffi.buffer(self._map, _MAP_SIZE))
     self._repr_info[0] = method
     self._repr_info[3] = swizzle
@@ -465,7 +490,7 @@ def _finish(self, method, swizzle):
     return self
 
 
-def _check_view(view):
+def _check_view(view: Any) -> None:
     if not view.is_device_accessible:
         raise ValueError("The tensor must be device-accessible")
     if view.ptr % 16:
@@ -474,7 +499,7 @@ def _check_view(view):
         )
 
 
-def _require_view_device(view, expected_device_id, operation):
+def _require_view_device(view: Any, expected_device_id: int, operation: str) -> None:
     """Reject a tensor in another device's memory (host and managed memory pass)."""
     device_type, device_id = view.__dlpack_device__()
     if device_type == _kDLCUDA and device_id != expected_device_id:
@@ -483,7 +508,7 @@ def _require_view_device(view, expected_device_id, operation):
         )
 
 
-def _byte_layout(view, elem):
+def _byte_layout(view: Any, elem: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Return (dims in data-type elements, byte strides), both row-major.
 
     The view's strides count its own elements; a data type of another size
@@ -521,7 +546,7 @@ def _byte_layout(view, elem):
     return dims, byte_strides
 
 
-def _driver_layout(dims, byte_strides):
+def _driver_layout(dims: tuple[int, ...], byte_strides: tuple[int, ...]) -> tuple[Any, Any]:
     """Innermost-first ``globalDim`` and ``globalStrides`` (the rank - 1 outer strides)."""
     c_dims = ffi.new("cuuint64_t[]", list(reversed(dims)))
     outer = list(reversed(byte_strides[:-1]))
@@ -529,20 +554,22 @@ def _driver_layout(dims, byte_strides):
     return c_dims, c_strides
 
 
-def _element_strides(element_strides, rank):
+def _element_strides(element_strides: Any, rank: int) -> tuple[int, ...]:
     """Return the checked ``element_strides`` tuple (None: all 1)."""
     if element_strides is None:
         return (1,) * rank
-    element_strides = _int_tuple("element_strides", element_strides)
-    if len(element_strides) != rank:
-        raise ValueError(f"element_strides must have {rank} elements, got {len(element_strides)}")
-    for i, s in enumerate(element_strides):
+    strides = _int_tuple("element_strides", element_strides)
+    if len(strides) != rank:
+        raise ValueError(f"element_strides must have {rank} elements, got {len(strides)}")
+    for i, s in enumerate(strides):
         if not 1 <= s <= 8:
             raise ValueError(f"element_strides[{i}] must be in [1, 8], got {s}")
-    return element_strides
+    return strides
 
 
-def _encode_head(self, rank, dims, strides):
+def _encode_head(
+    self: TensorMapDescriptor, rank: int, dims: tuple[int, ...], strides: tuple[int, ...]
+) -> tuple[Any, ...]:
     """Return the arguments every ``cuTensorMapEncode*`` call starts with.
 
     ``(map, data type, rank, address, dims, strides)``: the dims and byte
@@ -553,12 +580,13 @@ def _encode_head(self, rank, dims, strides):
     return (self._map, self._repr_info[2], rank, c_ptr, c_dims, c_strides)
 
 
-def _current_context_address():
-    c_ctx = _current_ctx()
+def _current_context_address() -> int:
+    c_ctx = _current_ctx()  # type: ignore[no-untyped-call,unused-ignore]
     if c_ctx == ffi.NULL:
         raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
-    return as_int_handle(c_ctx)
+    address: int = as_int_handle(c_ctx)  # type: ignore[no-untyped-call,unused-ignore]
+    return address
 
 
-def _view_of(tensor):
+def _view_of(tensor: object) -> Any:
     return VIEW_TYPE[0].from_any_interface(tensor, stream_ptr=-1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from typing import Any, TypeVar
 
 from cuda_core._cuda_ffi import lib
 
@@ -83,10 +84,14 @@ class TensorMapIm2ColWideMode(enum.IntEnum):
     W128 = lib.CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128
 
 
-_numpy_table = []  # [{numpy dtype: TensorMapDataType}] once built (numpy is imported then)
+_E = TypeVar("_E", bound=enum.Enum)
+
+_numpy_table: list[
+    dict[Any, TensorMapDataType]
+] = []  # [{numpy dtype: TensorMapDataType}] once built (numpy is imported then)
 
 
-def _numpy_dtype_to_tma():
+def _numpy_dtype_to_tma() -> dict[Any, TensorMapDataType]:
     """Return ``{numpy dtype: TensorMapDataType}`` (element size in _DATA_TYPE_SIZE).
 
     Built at the first call, so that importing cuda_core does not import numpy.
@@ -95,7 +100,7 @@ def _numpy_dtype_to_tma():
         return _numpy_table[0]
     import numpy
 
-    table = {
+    table: dict[Any, TensorMapDataType] = {
         numpy.dtype(numpy.uint8): TensorMapDataType.UINT8,
         numpy.dtype(numpy.uint16): TensorMapDataType.UINT16,
         numpy.dtype(numpy.uint32): TensorMapDataType.UINT32,
@@ -107,7 +112,7 @@ def _numpy_dtype_to_tma():
         numpy.dtype(numpy.float64): TensorMapDataType.FLOAT64,
     }
     try:  # bfloat16 comes from ml_dtypes when installed
-        from ml_dtypes import bfloat16
+        from ml_dtypes import bfloat16  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # pragma: no cover - depends on the environment
         pass
     else:  # pragma: no cover - depends on the environment
@@ -139,7 +144,7 @@ _SWIZZLE_SPAN = {
 }
 
 
-def _resolve_data_type(view, data_type):
+def _resolve_data_type(view: Any, data_type: Any) -> TensorMapDataType:
     if isinstance(data_type, TensorMapDataType):
         return data_type
     dtype = data_type if data_type is not None else view.dtype
@@ -155,20 +160,20 @@ def _resolve_data_type(view, data_type):
     return tma
 
 
-def _int_tuple(name, values):
+def _int_tuple(name: str, values: Any) -> tuple[int, ...]:
     try:
         values = tuple(values)
     except TypeError:
         raise TypeError(f"{name} must be a tuple of ints, got {type(values)}") from None
     numpy = sys.modules.get("numpy")  # a numpy integer exists only once numpy is imported
-    ints = int if numpy is None else (int, numpy.integer)
+    ints: Any = int if numpy is None else (int, numpy.integer)
     for i, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, ints):
             raise TypeError(f"{name}[{i}] must be an int, got {type(value)}")
     return tuple(int(v) for v in values)
 
 
-def _normalize_data_type(data_type):
+def _normalize_data_type(data_type: Any) -> Any:
     if data_type is None or isinstance(data_type, TensorMapDataType):
         return data_type
     import numpy
@@ -182,13 +187,15 @@ def _normalize_data_type(data_type):
         ) from None
 
 
-def _require_enum(name, value, enum_type):
+def _require_enum(name: str, value: Any, enum_type: type[_E]) -> _E:
     if not isinstance(value, enum_type):
         raise TypeError(f"{name} must be a {enum_type.__name__}, got {type(value)}")
     return value
 
 
-def _check_enums(interleave, swizzle, l2_promotion, oob_fill):
+def _check_enums(
+    interleave: object, swizzle: object, l2_promotion: object, oob_fill: object
+) -> None:
     _require_enum("interleave", interleave, TensorMapInterleave)
     _require_enum("swizzle", swizzle, TensorMapSwizzle)
     _require_enum("l2_promotion", l2_promotion, TensorMapL2Promotion)

@@ -16,6 +16,7 @@ Drivers without these calls raise RuntimeError; calls in the wrong state
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -29,13 +30,13 @@ _UNSUPPORTED = (
 )
 # CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED (also a missing entry point)
 _UNSUPPORTED_STATUSES = (500, 801)
-_STATES = {
+_STATES: dict[int, str] = {
     lib.CU_PROCESS_STATE_RUNNING: "running",
     lib.CU_PROCESS_STATE_LOCKED: "locked",
     lib.CU_PROCESS_STATE_CHECKPOINTED: "checkpointed",
     lib.CU_PROCESS_STATE_FAILED: "failed",
 }
-_checked = []  # non-empty once the driver is known to support checkpointing
+_checked: list[bool] = []  # non-empty once the driver is known to support checkpointing
 
 
 class Process:
@@ -57,17 +58,17 @@ class Process:
 
     __slots__ = ("_pid",)
 
-    def __init__(self, pid):
+    def __init__(self, pid: int) -> None:
         if isinstance(pid, bool) or not isinstance(pid, int):
             raise TypeError("pid must be an int")
         if pid <= 0:
             raise ValueError("pid must be a positive int")
         self._pid = int(pid)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<checkpoint.Process pid={self._pid}>"
 
-    def lock(self, timeout_ms=0):
+    def lock(self, timeout_ms: int = 0) -> None:
         """Lock the process: its further CUDA calls block until :meth:`unlock`.
 
         Parameters
@@ -96,7 +97,7 @@ class Process:
         args.timeoutMs = timeout_ms
         _call(lib.cuCheckpointProcessLock(self._pid, args), "cuCheckpointProcessLock")
 
-    def checkpoint(self):
+    def checkpoint(self) -> None:
         """Save the locked process's device memory to host memory and release its GPUs.
 
         Raises
@@ -111,7 +112,7 @@ class Process:
             lib.cuCheckpointProcessCheckpoint(self._pid, ffi.NULL), "cuCheckpointProcessCheckpoint"
         )
 
-    def restore(self, gpu_mapping=None):
+    def restore(self, gpu_mapping: Mapping[Any, Any] | None = None) -> None:
         """Restore the checkpointed process onto the GPUs; it stays locked.
 
         Parameters
@@ -146,7 +147,7 @@ class Process:
             args.gpuPairsCount = len(pairs)
         _call(lib.cuCheckpointProcessRestore(self._pid, args), "cuCheckpointProcessRestore")
 
-    def unlock(self):
+    def unlock(self) -> None:
         """Unlock the process: its CUDA calls proceed again.
 
         Raises
@@ -160,12 +161,12 @@ class Process:
         _call(lib.cuCheckpointProcessUnlock(self._pid, ffi.NULL), "cuCheckpointProcessUnlock")
 
     @property
-    def pid(self):
+    def pid(self) -> int:
         """int: The process id."""
         return self._pid
 
     @property
-    def state(self):
+    def state(self) -> str:
         """str: ``"running"``, ``"locked"``, ``"checkpointed"`` or ``"failed"``.
 
         See :data:`cuda_core.typing.ProcessStateType`.
@@ -180,7 +181,7 @@ class Process:
             raise RuntimeError(f"Unknown CUDA checkpoint process state: {value}") from None
 
     @property
-    def restore_thread_id(self):
+    def restore_thread_id(self) -> int:
         """int: The id of the process's thread that performs the restore."""
         _require_driver()
         out = ffi.new("int *")
@@ -191,7 +192,7 @@ class Process:
         return int(out[0])
 
 
-def _require_driver():
+def _require_driver() -> None:
     """Raise RuntimeError unless the driver has the checkpoint API (checked once)."""
     if _checked:
         return
@@ -203,13 +204,13 @@ def _require_driver():
     _checked.append(True)
 
 
-def _call(status, what):
+def _call(status: int, what: str) -> None:
     if status in _UNSUPPORTED_STATUSES:
         raise RuntimeError(_UNSUPPORTED)
     check(status, what)
 
 
-def _gpu_pairs(gpu_mapping):
+def _gpu_pairs(gpu_mapping: object) -> Any:
     """Return a ``CUcheckpointGpuPair[]`` for ``gpu_mapping``, or None for no remapping."""
     if gpu_mapping is None:
         return None
@@ -227,7 +228,7 @@ def _gpu_pairs(gpu_mapping):
     return pairs
 
 
-def _uuid_bytes(value):
+def _uuid_bytes(value: object) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         if len(value) != 16:
             raise ValueError(f"a GPU UUID as bytes must be 16 bytes long, got {len(value)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
+from typing import Any, TypeVar
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -20,8 +21,11 @@ from cuda_core.texture._formats import (
     shape_from_descriptor,
 )
 from cuda_core.texture._handle import Lifetime, SharedHandle
+from cuda_core.typing import ArrayFormatType
 
 __all__ = ["OpaqueArray", "OpaqueArrayOptions"]
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -58,13 +62,13 @@ class OpaqueArrayOptions:
         For a shape that is not a sequence of ints.
     """
 
-    shape: tuple
-    format: object
+    shape: tuple[int, ...]
+    format: Any
     num_channels: int
     is_surface_load_store: bool = False
     is_layered: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_array_options(self)
 
 
@@ -90,26 +94,28 @@ class OpaqueArray(ArrayBase):
     _factory = "Device.create_opaque_array"
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"OpaqueArray(shape={self._shape}, format={self._format.name}, "
             f"num_channels={self._num_channels})"
         )
 
     @classmethod
-    def _from_handle(cls, handle, owning, *, device_id=None):
+    def _from_handle(
+        cls, handle: Any, owning: bool, *, device_id: int | None = None
+    ) -> OpaqueArray:
         """Wrap an existing ``CUarray`` (int); shape and format come from the driver.
 
         With ``owning`` the array is destroyed when the last user lets go;
         otherwise it is never destroyed here.
         """
-        handle = as_int_handle(handle)
+        handle = as_int_handle(handle)  # type: ignore[no-untyped-call,unused-ignore]
         shared = SharedHandle(handle, _destroy_array if owning else None, "CUDA array")
         if device_id is None:
             device_id = _current_device_id()
         return _array_from_shared(shared, device_id)
 
-    def close(self):
+    def close(self) -> None:
         """Drop this wrapper's claim on the array (idempotent).
 
         The array is destroyed (``cuArrayDestroy``) when no texture or
@@ -124,7 +130,7 @@ class OpaqueArray(ArrayBase):
         self._handle = 0
         self._life.close()
 
-    def copy_from(self, src, *, stream):
+    def copy_from(self, src: Any, *, stream: Any) -> None:
         """Copy a whole array's worth of data from ``src`` into this array.
 
         Parameters
@@ -146,7 +152,7 @@ class OpaqueArray(ArrayBase):
         """
         copy_array(self._c_array(), self._extent_bytes(), src, stream, True)
 
-    def copy_to(self, dst, *, stream):
+    def copy_to(self, dst: _T, *, stream: Any) -> _T:
         """Copy this whole array into ``dst``; return ``dst``.
 
         Parameters
@@ -170,32 +176,35 @@ class OpaqueArray(ArrayBase):
         copy_array(self._c_array(), self._extent_bytes(), dst, stream, False)
         return dst
 
-    def _c_array(self):
+    def _c_array(self) -> Any:
         self._require_open()
         return ffi.cast("CUarray", self._handle)
 
-    def _extent_bytes(self):
+    def _extent_bytes(self) -> tuple[int, int, int]:
         """(width in bytes, height, depth) of a whole-array 3-D copy."""
         return copy_extent(self._shape, self._layered, self.element_bytes)
 
     @property
-    def element_bytes(self):
+    def element_bytes(self) -> int:
         """int: Bytes per element (channel bytes times channels)."""
         return element_bytes(self._format, self._num_channels)
 
     @property
-    def size_bytes(self):
+    def size_bytes(self) -> int:
         """int: Bytes of array storage (``prod(shape) * element_bytes``)."""
         return prod(self._shape) * self.element_bytes
 
 
-def _create_opaque_array(options, device_id):
+def _create_opaque_array(options: Any, device_id: int) -> OpaqueArray:
     """Allocate an :class:`OpaqueArray` in the current context (device ``device_id``)."""
-    opts = check_or_create_options(OpaqueArrayOptions, options, "Opaque array options")
+    opts: OpaqueArrayOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
+        OpaqueArrayOptions, options, "Opaque array options"
+    )
     desc = _descriptor(opts)
     out = ffi.new("CUarray *")
     check(lib.cuArray3DCreate(out, desc), "cuArray3DCreate")
-    shared = SharedHandle(as_int_handle(out[0]), _destroy_array, "CUDA array")
+    handle = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+    shared = SharedHandle(handle, _destroy_array, "CUDA array")
     return _new_array(
         shared,
         opts.shape,
@@ -207,7 +216,7 @@ def _create_opaque_array(options, device_id):
     )
 
 
-def _descriptor(opts):
+def _descriptor(opts: Any) -> Any:
     """Return a filled ``CUDA_ARRAY3D_DESCRIPTOR *`` for array or mipmapped-array options."""
     flags = lib.CUDA_ARRAY3D_SURFACE_LDST if opts.is_surface_load_store else 0
     if opts.is_layered:
@@ -220,7 +229,15 @@ def _descriptor(opts):
     return desc
 
 
-def _new_array(shared, shape, format, num_channels, surface, layered, device_id):
+def _new_array(
+    shared: SharedHandle,
+    shape: tuple[int, ...],
+    format: ArrayFormatType,
+    num_channels: int,
+    surface: bool,
+    layered: bool,
+    device_id: int,
+) -> OpaqueArray:
     self = object.__new__(OpaqueArray)
     self._handle = shared.value
     self._shared = shared
@@ -234,7 +251,7 @@ def _new_array(shared, shape, format, num_channels, surface, layered, device_id)
     return self
 
 
-def _array_from_shared(shared, device_id):
+def _array_from_shared(shared: SharedHandle, device_id: int) -> OpaqueArray:
     """Wrap ``shared`` (its creator's claim) as an OpaqueArray described by the driver."""
     desc = ffi.new("CUDA_ARRAY3D_DESCRIPTOR *")
     status = lib.cuArray3DGetDescriptor(desc, ffi.cast("CUarray", shared.value))
@@ -251,11 +268,12 @@ def _array_from_shared(shared, device_id):
     return _new_array(shared, shape, fmt, desc.NumChannels, surface, layered, device_id)
 
 
-def _destroy_array(value):
-    return lib.cuArrayDestroy(ffi.cast("CUarray", value))
+def _destroy_array(value: int) -> int:
+    status: int = lib.cuArrayDestroy(ffi.cast("CUarray", value))
+    return status
 
 
-def _current_device_id():
+def _current_device_id() -> int:
     out = ffi.new("CUdevice *")
     check(lib.cuCtxGetDevice(out), "cuCtxGetDevice")
     return int(out[0])

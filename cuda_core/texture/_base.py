@@ -11,9 +11,17 @@ read).  :func:`check_array_options` validates the fields their options share.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cuda_core._utils import Closeable
 from cuda_core.texture._formats import check_format_channels, check_shape
 from cuda_core.texture._handle import device_of
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core.texture._handle import Lifetime, SharedHandle
+    from cuda_core.texture._resource import ResourceDescriptor
+    from cuda_core.typing import ArrayFormatType
 
 __all__ = []
 
@@ -27,28 +35,31 @@ class DriverObject(Closeable):
 
     __slots__ = ()
     _factory = ""
+    _handle: int
+    _device_id: int
+    _life: Lifetime
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             f"{type(self).__name__} cannot be instantiated directly. Use {self._factory}()."
         )
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The driver handle (``CUarray``, ``CUtexObject``, ...; 0 once closed)."""
         return self._handle
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether :meth:`close` has been called."""
         return not self._handle
 
     @property
-    def device(self):
+    def device(self) -> Device:
         """Device: The device this object was created on."""
         return device_of(self._device_id)
 
-    def _require_open(self):
+    def _require_open(self) -> None:
         if not self._handle:
             raise RuntimeError(f"{type(self).__name__} is closed; it cannot be used after close()")
 
@@ -57,14 +68,16 @@ class ElementFormat:
     """The ``format`` and ``num_channels`` of an array or a ResourceDescriptor."""
 
     __slots__ = ()
+    _format: ArrayFormatType | None
+    _num_channels: int | None
 
     @property
-    def format(self):
+    def format(self) -> ArrayFormatType | None:
         """ArrayFormatType or None: The element format (None on a descriptor of an array)."""
         return self._format
 
     @property
-    def num_channels(self):
+    def num_channels(self) -> int | None:
         """int or None: Channels per element, 1, 2 or 4 (None on a descriptor of an array)."""
         return self._num_channels
 
@@ -84,24 +97,30 @@ class ArrayBase(ElementFormat, DriverObject):
         "_device_id",
         "__weakref__",
     )
+    _format: ArrayFormatType
+    _num_channels: int
+    _shared: SharedHandle
+    _shape: tuple[int, ...]
+    _surface_load_store: bool
+    _layered: bool
 
-    def _claim(self):
+    def _claim(self) -> SharedHandle:
         """Return the SharedHandle with one more claim (for textures, surfaces)."""
         self._require_open()
         return self._shared.retain()
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         """tuple of int: The extents in elements (of the base level for a mipmap; layers last)."""
         return self._shape
 
     @property
-    def is_surface_load_store(self):
+    def is_surface_load_store(self) -> bool:
         """bool: Whether the storage can back a :class:`~cuda_core.texture.SurfaceObject`."""
         return self._surface_load_store
 
     @property
-    def is_layered(self):
+    def is_layered(self) -> bool:
         """bool: Whether the storage is layered (the last extent counts layers)."""
         return self._layered
 
@@ -110,17 +129,18 @@ class BoundObject(DriverObject):
     """A texture or surface object: a handle over a ResourceDescriptor."""
 
     __slots__ = ()
+    _resource: ResourceDescriptor | None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(handle=0x{self._handle:x})"
 
     @property
-    def resource(self):
+    def resource(self) -> ResourceDescriptor | None:
         """ResourceDescriptor: The memory this object reads (None once closed)."""
         return self._resource
 
 
-def check_array_options(opts):
+def check_array_options(opts: Any) -> None:
     """Validate and normalize the fields array and mipmapped-array options share."""
     opts.format = check_format_channels(opts.format, opts.num_channels)
     opts.is_surface_load_store = bool(opts.is_surface_load_store)

@@ -16,6 +16,8 @@ stream has run the copy, as for :meth:`Buffer.copy_to <cuda_core.Buffer.copy_to>
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer
@@ -24,14 +26,16 @@ from cuda_core._stream import _as_open_stream
 __all__ = []
 
 
-def copy_array(c_array, extent, other, stream, to_array):
+def copy_array(
+    c_array: Any, extent: tuple[int, int, int], other: Any, stream: Any, to_array: bool
+) -> None:
     """Copy the whole array ``c_array`` (``CUarray`` cdata) from or to ``other``.
 
     ``extent`` is (width in bytes, height, depth); ``to_array`` gives the
     direction.  Returns nothing; raises TypeError/ValueError for an unusable
     ``other`` (before anything is queued) and CUDAError if the driver fails.
     """
-    stream = _as_open_stream(stream, "stream")
+    stream = _as_open_stream(stream, "stream")  # type: ignore[no-untyped-call,unused-ignore]
     width, height, depth = extent
     required = width * height * depth
     p = ffi.new("CUDA_MEMCPY3D *")
@@ -50,7 +54,7 @@ def copy_array(c_array, extent, other, stream, to_array):
     check(status, "cuMemcpy3DAsync")
 
 
-def _fill_linear(p, obj, is_src, width, height, required):
+def _fill_linear(p: Any, obj: Any, is_src: bool, width: int, height: int, required: int) -> Any:
     """Fill the linear endpoint of ``p``; return what must live through the call."""
     kind = "source" if is_src else "destination"
     if isinstance(obj, Buffer):
@@ -81,12 +85,14 @@ def _fill_linear(p, obj, is_src, width, height, required):
     return c_host
 
 
-def _is_view(obj):
+def _is_view(obj: object) -> bool:
     """Whether ``obj`` looks like a StridedMemoryView (duck-typed: utils sits above)."""
     return hasattr(obj, "is_device_accessible") and hasattr(obj, "exporting_obj")
 
 
-def _fill_view(p, view, is_src, width, height, required, kind):
+def _fill_view(
+    p: Any, view: Any, is_src: bool, width: int, height: int, required: int, kind: str
+) -> Any:
     dtype = view.dtype
     if dtype is not None:
         itemsize = dtype.itemsize
@@ -110,7 +116,7 @@ def _fill_view(p, view, is_src, width, height, required, kind):
     return view
 
 
-def _is_c_contiguous(shape, strides):
+def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Whether element ``strides`` lay ``shape`` out row-major without gaps."""
     step = 1
     for dim, stride in zip(reversed(shape), reversed(strides)):
@@ -120,7 +126,9 @@ def _is_c_contiguous(shape, strides):
     return True
 
 
-def _set_linear(p, is_src, memory_type, address, width, height):
+def _set_linear(
+    p: Any, is_src: bool, memory_type: int, address: int, width: int, height: int
+) -> None:
     if is_src:
         p.srcMemoryType = memory_type
         p.srcDevice = address
@@ -133,7 +141,7 @@ def _set_linear(p, is_src, memory_type, address, width, height):
         p.dstHeight = height
 
 
-def _set_host(p, is_src, c_host, width, height):
+def _set_host(p: Any, is_src: bool, c_host: Any, width: int, height: int) -> None:
     if is_src:
         p.srcMemoryType = lib.CU_MEMORYTYPE_HOST
         p.srcHost = c_host

@@ -8,6 +8,8 @@ member's value is its dtype's name).
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_core._cuda_ffi import lib
 from cuda_core._utils import index_or_none
 from cuda_core.typing import ArrayFormatType
@@ -15,7 +17,7 @@ from cuda_core.typing import ArrayFormatType
 __all__ = []
 
 #: ArrayFormatType -> CUarray_format.
-FORMAT_TO_CU = {
+FORMAT_TO_CU: dict[ArrayFormatType, int] = {
     ArrayFormatType.UINT8: lib.CU_AD_FORMAT_UNSIGNED_INT8,
     ArrayFormatType.UINT16: lib.CU_AD_FORMAT_UNSIGNED_INT16,
     ArrayFormatType.UINT32: lib.CU_AD_FORMAT_UNSIGNED_INT32,
@@ -44,7 +46,7 @@ CHANNEL_COUNTS = (1, 2, 4)
 _VALID = ", ".join(repr(f.value) for f in ArrayFormatType)
 
 
-def normalize_format(format):
+def normalize_format(format: Any) -> ArrayFormatType:
     """Return ``format`` as an :class:`~cuda_core.typing.ArrayFormatType`.
 
     Accepts a member, its string value (``"float32"``) or anything
@@ -81,7 +83,7 @@ def normalize_format(format):
         ) from None
 
 
-def check_format_channels(format, num_channels):
+def check_format_channels(format: Any, num_channels: Any) -> ArrayFormatType:
     """Validate the (format, channel count) pair; return the normalized format."""
     fmt = normalize_format(format)
     if isinstance(num_channels, bool) or num_channels not in CHANNEL_COUNTS:
@@ -89,7 +91,7 @@ def check_format_channels(format, num_channels):
     return fmt
 
 
-def check_shape(shape, low=1):
+def check_shape(shape: Any, low: int = 1) -> tuple[int, ...]:
     """Return ``shape`` as a tuple of ints of rank ``low``..3, every extent >= 1."""
     try:
         items = tuple(shape)
@@ -110,19 +112,19 @@ def check_shape(shape, low=1):
     return tuple(dims)
 
 
-def check_flag(name, value):
+def check_flag(name: str, value: Any) -> bool:
     """Return ``value`` if it is a bool; raise TypeError naming ``name`` otherwise."""
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
     return value
 
 
-def element_bytes(format, num_channels):
+def element_bytes(format: ArrayFormatType, num_channels: int) -> int:
     """Bytes of one element: channel bytes times channels."""
     return CHANNEL_BYTES[format] * num_channels
 
 
-def descriptor_extent(shape, layered):
+def descriptor_extent(shape: tuple[int, ...], layered: bool) -> tuple[int, ...]:
     """Return (Width, Height, Depth) of ``CUDA_ARRAY3D_DESCRIPTOR`` for ``shape``.
 
     Lower ranks use 0 for the missing extents.  Layered arrays: ``(width,
@@ -136,7 +138,7 @@ def descriptor_extent(shape, layered):
     return tuple(shape) + (0,) * (3 - len(shape))
 
 
-def shape_from_descriptor(width, height, depth, layered):
+def shape_from_descriptor(width: int, height: int, depth: int, layered: bool) -> tuple[int, ...]:
     """Inverse of :func:`descriptor_extent`."""
     if layered:
         return (width, depth) if height == 0 else (width, height, depth)
@@ -147,7 +149,7 @@ def shape_from_descriptor(width, height, depth, layered):
     return (width,)
 
 
-def copy_extent(shape, layered, elem_bytes):
+def copy_extent(shape: tuple[int, ...], layered: bool, elem_bytes: int) -> tuple[int, int, int]:
     """Return (width in bytes, height, depth) of a whole-array 3-D copy."""
     width, height, depth = descriptor_extent(shape, layered)
     return width * elem_bytes, height or 1, depth or 1

@@ -19,16 +19,34 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import cuda_core._slots as _slots
 from cuda_core._errors import check, warn_cuda
 
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+
+#: ``destroy(value) -> status``: releases one driver handle.
+Destroy = Callable[[int], int]
+
+
+class Claim(Protocol):
+    """What a wrapper's claim offers: :class:`SharedHandle` or a Buffer's claim."""
+
+    @property
+    def what(self) -> str: ...
+
+    def release(self) -> int: ...
+
+
 __all__ = []
 
 
-def device_of(device_id):
+def device_of(device_id: int) -> Device:
     """Return the :class:`~cuda_core.Device` of ordinal ``device_id``."""
-    return _slots.Device(device_id)  # set by cuda_core._device, which this package never imports
+    cls: Any = _slots.Device
+    return cls(device_id)  # type: ignore[no-any-return]  # set by cuda_core._device, which this package never imports
 
 
 class SharedHandle:
@@ -52,7 +70,13 @@ class SharedHandle:
 
     __slots__ = ("value", "what", "_destroy", "_parent", "_claims", "_lock")
 
-    def __init__(self, value, destroy, what, parent=None):
+    def __init__(
+        self,
+        value: int,
+        destroy: Destroy | None,
+        what: str,
+        parent: SharedHandle | None = None,
+    ) -> None:
         self.value = value
         self.what = what
         self._destroy = destroy
@@ -60,7 +84,7 @@ class SharedHandle:
         self._claims = 1
         self._lock = threading.Lock()
 
-    def retain(self):
+    def retain(self) -> SharedHandle:
         """Add a claim and return ``self``; RuntimeError if already released."""
         with self._lock:
             if self._claims <= 0:
@@ -68,7 +92,7 @@ class SharedHandle:
             self._claims += 1
         return self
 
-    def release(self):
+    def release(self) -> int:
         """Drop one claim; at the last one destroy the handle.
 
         Returns the first failing status (0 if none), after releasing the
@@ -86,7 +110,7 @@ class SharedHandle:
         return status
 
     @property
-    def claims(self):
+    def claims(self) -> int:
         """int: The number of claims still held (0 once released)."""
         return self._claims
 
@@ -109,30 +133,44 @@ class Lifetime:
 
     __slots__ = ("_finalizer",)
 
-    def __init__(self, owner, what, destroy=None, value=None, shared=None):
+    def __init__(
+        self,
+        owner: object,
+        what: str,
+        destroy: Destroy | None = None,
+        value: int | None = None,
+        shared: Claim | None = None,
+    ) -> None:
         self._finalizer = weakref.finalize(owner, _release, what, destroy, value, shared, False)
         self._finalizer.atexit = False  # the driver frees everything at exit
 
     @property
-    def alive(self):
+    def alive(self) -> bool:
         """bool: Whether nothing has been released yet."""
         return self._finalizer.alive
 
-    def close(self):
+    def close(self) -> None:
         """Release (once; later calls do nothing); raise CUDAError on failure."""
         info = self._finalizer.detach()
         if info is not None:
-            _release(*info[2][:-1], True)
+            what, destroy, value, shared, _ = info[2]
+            _release(what, destroy, value, shared, True)
 
 
-def _release(what, destroy, value, shared, raising):
+def _release(
+    what: str,
+    destroy: Destroy | None,
+    value: Any,
+    shared: Claim | None,
+    raising: bool,
+) -> None:
     status = destroy(value) if destroy is not None else 0
     shared_status = shared.release() if shared is not None else 0
     failed = status or shared_status
     if not failed:
         return
-    context = what if status else f"releasing the {shared.what}"
+    context = what if status or shared is None else f"releasing the {shared.what}"
     if raising:
         check(failed, context)
     else:
-        warn_cuda(f"{context} during garbage collection", failed)
+        warn_cuda(f"{context} during garbage collection", failed)  # type: ignore[no-untyped-call,unused-ignore]

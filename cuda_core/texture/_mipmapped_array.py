@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -11,6 +12,9 @@ from cuda_core._utils import as_int_handle, check_or_create_options, index_or_no
 from cuda_core.texture._array import _array_from_shared, _descriptor
 from cuda_core.texture._base import ArrayBase, check_array_options
 from cuda_core.texture._handle import Lifetime, SharedHandle
+
+if TYPE_CHECKING:
+    from cuda_core.texture._array import OpaqueArray
 
 __all__ = ["MipmappedArray", "MipmappedArrayOptions"]
 
@@ -41,14 +45,14 @@ class MipmappedArrayOptions:
         Default False.
     """
 
-    shape: tuple
-    format: object
+    shape: tuple[int, ...]
+    format: Any
     num_channels: int
     num_levels: int
     is_surface_load_store: bool = False
     is_layered: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_array_options(self)
         levels = index_or_none(self.num_levels)
         if levels is None:
@@ -80,14 +84,15 @@ class MipmappedArray(ArrayBase):
 
     _factory = "Device.create_mipmapped_array"
     __slots__ = ("_num_levels",)
+    _num_levels: int
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"MipmappedArray(shape={self._shape}, format={self._format.name}, "
             f"num_channels={self._num_channels}, num_levels={self._num_levels})"
         )
 
-    def close(self):
+    def close(self) -> None:
         """Drop this wrapper's claim on the mipmapped array (idempotent).
 
         Raises
@@ -99,7 +104,7 @@ class MipmappedArray(ArrayBase):
         self._handle = 0
         self._life.close()
 
-    def get_level(self, level):
+    def get_level(self, level: int) -> OpaqueArray:
         """Return mip level ``level`` as an :class:`~cuda_core.texture.OpaqueArray`.
 
         The level keeps this mipmapped array's storage alive until it is
@@ -128,23 +133,27 @@ class MipmappedArray(ArrayBase):
         out = ffi.new("CUarray *")
         c_mip = ffi.cast("CUmipmappedArray", self._handle)
         check(lib.cuMipmappedArrayGetLevel(out, c_mip, lvl), "cuMipmappedArrayGetLevel")
-        shared = SharedHandle(as_int_handle(out[0]), None, "mipmap level", parent=self._shared)
+        handle = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+        shared = SharedHandle(handle, None, "mipmap level", parent=self._shared)
         return _array_from_shared(shared, self._device_id)
 
     @property
-    def num_levels(self):
+    def num_levels(self) -> int:
         """int: The number of mip levels."""
         return self._num_levels
 
 
-def _create_mipmapped_array(options, device_id):
+def _create_mipmapped_array(options: Any, device_id: int) -> MipmappedArray:
     """Allocate a :class:`MipmappedArray` in the current context (device ``device_id``)."""
-    opts = check_or_create_options(MipmappedArrayOptions, options, "Mipmapped array options")
+    opts: MipmappedArrayOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
+        MipmappedArrayOptions, options, "Mipmapped array options"
+    )
     desc = _descriptor(opts)
     out = ffi.new("CUmipmappedArray *")
     check(lib.cuMipmappedArrayCreate(out, desc, opts.num_levels), "cuMipmappedArrayCreate")
     self = object.__new__(MipmappedArray)
-    self._shared = SharedHandle(as_int_handle(out[0]), _destroy_mipmap, "mipmapped array")
+    handle = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+    self._shared = SharedHandle(handle, _destroy_mipmap, "mipmapped array")
     self._handle = self._shared.value
     self._shape = opts.shape
     self._format = opts.format
@@ -157,5 +166,6 @@ def _create_mipmapped_array(options, device_id):
     return self
 
 
-def _destroy_mipmap(value):
-    return lib.cuMipmappedArrayDestroy(ffi.cast("CUmipmappedArray", value))
+def _destroy_mipmap(value: int) -> int:
+    status: int = lib.cuMipmappedArrayDestroy(ffi.cast("CUmipmappedArray", value))
+    return status

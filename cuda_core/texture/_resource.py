@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeVar
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._release import claim_allocation
@@ -11,6 +13,12 @@ from cuda_core.texture._array import OpaqueArray
 from cuda_core.texture._base import ElementFormat
 from cuda_core.texture._formats import FORMAT_TO_CU, check_format_channels, element_bytes
 from cuda_core.texture._mipmapped_array import MipmappedArray
+
+if TYPE_CHECKING:
+    from cuda_core.texture._handle import Claim
+    from cuda_core.typing import ArrayFormatType
+
+_T = TypeVar("_T", bound="ResourceDescriptor")
 
 __all__ = ["ResourceDescriptor"]
 
@@ -53,14 +61,21 @@ class ResourceDescriptor(ElementFormat):
         "_height",
         "_pitch_bytes",
     )
+    _kind: str
+    _source: Any
+    _format: Any
+    _size_bytes: int | None
+    _width: int | None
+    _height: int | None
+    _pitch_bytes: int | None
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "ResourceDescriptor cannot be instantiated directly. "
             "Use ResourceDescriptor.from_* factories."
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._kind == _LINEAR:
             return (
                 f"ResourceDescriptor(kind='linear', format={self._format.name}, "
@@ -75,7 +90,7 @@ class ResourceDescriptor(ElementFormat):
         return f"ResourceDescriptor(kind={self._kind!r})"
 
     @classmethod
-    def from_opaque_array(cls, array):
+    def from_opaque_array(cls: type[_T], array: OpaqueArray) -> _T:
         """Describe an :class:`~cuda_core.texture.OpaqueArray` (textures and surfaces).
 
         Raises
@@ -88,7 +103,7 @@ class ResourceDescriptor(ElementFormat):
         return _new(cls, _ARRAY, array)
 
     @classmethod
-    def from_mipmapped_array(cls, mipmapped_array):
+    def from_mipmapped_array(cls: type[_T], mipmapped_array: MipmappedArray) -> _T:
         """Describe a :class:`~cuda_core.texture.MipmappedArray` (textures only).
 
         A surface needs one level: use :meth:`MipmappedArray.get_level
@@ -107,7 +122,14 @@ class ResourceDescriptor(ElementFormat):
         return _new(cls, _MIPMAPPED, mipmapped_array)
 
     @classmethod
-    def from_linear(cls, buffer, *, format, num_channels, size_bytes=None):
+    def from_linear(
+        cls: type[_T],
+        buffer: Buffer,
+        *,
+        format: Any,
+        num_channels: int,
+        size_bytes: int | None = None,
+    ) -> _T:
         """Describe ``buffer`` as a typed 1-D array read with ``tex1Dfetch``.
 
         Parameters
@@ -155,7 +177,16 @@ class ResourceDescriptor(ElementFormat):
         return self
 
     @classmethod
-    def from_pitch2d(cls, buffer, *, format, num_channels, width, height, pitch_bytes):
+    def from_pitch2d(
+        cls: type[_T],
+        buffer: Buffer,
+        *,
+        format: Any,
+        num_channels: int,
+        width: int,
+        height: int,
+        pitch_bytes: int,
+    ) -> _T:
         """Describe ``buffer`` as a 2-D image of ``height`` rows ``pitch_bytes`` apart.
 
         Parameters
@@ -202,7 +233,7 @@ class ResourceDescriptor(ElementFormat):
         self._pitch_bytes = p
         return self
 
-    def _fill(self, res):
+    def _fill(self, res: Any) -> tuple[Claim, Any]:
         """Fill ``CUDA_RESOURCE_DESC *res``; return (claim or None, Buffer or None).
 
         The claim (a SharedHandle with one more claim) is the caller's to
@@ -222,7 +253,7 @@ class ResourceDescriptor(ElementFormat):
         buf = self._source
         if buf.is_closed:
             raise RuntimeError("the ResourceDescriptor's Buffer is closed")
-        claim = _BufferClaim(claim_allocation(buf))
+        claim = _BufferClaim(claim_allocation(buf))  # type: ignore[no-untyped-call,unused-ignore]
         if kind == _LINEAR:
             res.resType = lib.CU_RESOURCE_TYPE_LINEAR
             lin = res.res.linear
@@ -242,37 +273,44 @@ class ResourceDescriptor(ElementFormat):
         return claim, buf
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         """str: ``"array"``, ``"mipmapped_array"``, ``"linear"`` or ``"pitch2d"``."""
         return self._kind
 
     @property
-    def source(self):
+    def source(self) -> OpaqueArray | MipmappedArray | Buffer:
         """The OpaqueArray, MipmappedArray or Buffer described."""
-        return self._source
+        source: OpaqueArray | MipmappedArray | Buffer = self._source
+        return source
 
     @property
-    def size_bytes(self):
+    def size_bytes(self) -> int | None:
         """int or None: Bytes bound by a linear descriptor (None for other kinds)."""
         return self._size_bytes
 
     @property
-    def width(self):
+    def width(self) -> int | None:
         """int or None: A pitch2d image's width in elements (None for other kinds)."""
         return self._width
 
     @property
-    def height(self):
+    def height(self) -> int | None:
         """int or None: A pitch2d image's height in rows (None for other kinds)."""
         return self._height
 
     @property
-    def pitch_bytes(self):
+    def pitch_bytes(self) -> int | None:
         """int or None: A pitch2d image's row pitch in bytes (None for other kinds)."""
         return self._pitch_bytes
 
 
-def _new(cls, kind, source, fmt=None, num_channels=None):
+def _new(
+    cls: type[_T],
+    kind: str,
+    source: OpaqueArray | MipmappedArray | Buffer,
+    fmt: ArrayFormatType | None = None,
+    num_channels: int | None = None,
+) -> _T:
     self = object.__new__(cls)
     self._kind = kind
     self._source = source
@@ -285,7 +323,7 @@ def _new(cls, kind, source, fmt=None, num_channels=None):
     return self
 
 
-def _as_int(name, value):
+def _as_int(name: str, value: object) -> int:
     result = index_or_none(value)
     if result is None:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -302,10 +340,10 @@ class _BufferClaim:
     __slots__ = ("_claim",)
     what = "Buffer allocation"
 
-    def __init__(self, claim):
+    def __init__(self, claim: object) -> None:
         self._claim = claim
 
-    def release(self):
+    def release(self) -> int:
         """Give the claim up (once); return 0 (a failing free warns where it happens)."""
         claim, self._claim = self._claim, None
         drop = getattr(claim, "drop", None)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core.texture._base import BoundObject
@@ -32,8 +34,9 @@ class SurfaceObject(BoundObject):
 
     _factory = "Device.create_surface_object"
     __slots__ = ("_handle", "_life", "_resource", "_device_id", "_buffer", "__weakref__")
+    _buffer: object
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the surface object and drop its claim on the array (idempotent).
 
         Raises
@@ -46,7 +49,7 @@ class SurfaceObject(BoundObject):
         self._life.close()
 
     @property
-    def _karg(self):
+    def _karg(self) -> int:
         """The handle as a kernel argument; RuntimeError if closed."""
         return self._handle or _closed_argument(self)
 
@@ -54,7 +57,7 @@ class SurfaceObject(BoundObject):
 setattr(SurfaceObject, KERNEL_ARG_MARKER, "u64")
 
 
-def _create_surface_object(resource, device_id):
+def _create_surface_object(resource: object, device_id: int) -> SurfaceObject:
     """Create a :class:`SurfaceObject` in the current context (device ``device_id``)."""
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
@@ -62,7 +65,8 @@ def _create_surface_object(resource, device_id):
         raise ValueError(
             f"SurfaceObject requires an array-backed ResourceDescriptor, got kind={resource.kind!r}"
         )
-    if not resource.source.is_surface_load_store:
+    source: Any = resource.source
+    if not source.is_surface_load_store:
         raise ValueError(
             "OpaqueArray must be created with is_surface_load_store=True to be bound as a "
             "SurfaceObject"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -14,6 +15,8 @@ from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.typing import AddressModeType, FilterModeType, ReadModeType
 
 __all__ = ["TextureObject", "TextureObjectOptions"]
+
+_E = TypeVar("_E", AddressModeType, FilterModeType, ReadModeType)
 
 #: Class attribute that ``launch`` reads: pass the object as its 64-bit
 #: ``_karg`` (see ``cuda_core._launcher``).
@@ -74,21 +77,21 @@ class TextureObjectOptions:
         For an unknown filter or read mode.
     """
 
-    address_mode: object = AddressModeType.CLAMP
-    filter_mode: object = FilterModeType.POINT
-    read_mode: object = ReadModeType.ELEMENT_TYPE
+    address_mode: Any = AddressModeType.CLAMP
+    filter_mode: Any = FilterModeType.POINT
+    read_mode: Any = ReadModeType.ELEMENT_TYPE
     normalized_coords: bool = False
     srgb: bool = False
     disable_trilinear_optimization: bool = False
     seamless_cubemap: bool = False
     max_anisotropy: int = 0
-    mipmap_filter_mode: object = FilterModeType.POINT
+    mipmap_filter_mode: Any = FilterModeType.POINT
     mipmap_level_bias: float = 0.0
     min_mipmap_level_clamp: float = 0.0
     max_mipmap_level_clamp: float = 0.0
-    border_color: tuple = None
+    border_color: tuple[float, ...] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.filter_mode = _normalize_enum("filter_mode", self.filter_mode, FilterModeType)
         self.read_mode = _normalize_enum("read_mode", self.read_mode, ReadModeType)
         self.mipmap_filter_mode = _normalize_enum(
@@ -121,8 +124,10 @@ class TextureObject(BoundObject):
         "_device_id",
         "__weakref__",
     )
+    _options: TextureObjectOptions
+    _buffer: object
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the texture object and drop its claim on its memory (idempotent).
 
         Raises
@@ -136,12 +141,12 @@ class TextureObject(BoundObject):
         self._life.close()
 
     @property
-    def _karg(self):
+    def _karg(self) -> int:
         """The handle as a kernel argument; RuntimeError if closed."""
         return self._handle or _closed_argument(self)
 
     @property
-    def options(self):
+    def options(self) -> TextureObjectOptions:
         """TextureObjectOptions: How the texture samples."""
         return self._options
 
@@ -149,11 +154,13 @@ class TextureObject(BoundObject):
 setattr(TextureObject, KERNEL_ARG_MARKER, "u64")
 
 
-def _create_texture_object(resource, options, device_id):
+def _create_texture_object(resource: object, options: Any, device_id: int) -> TextureObject:
     """Create a :class:`TextureObject` in the current context (device ``device_id``)."""
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
-    opts = check_or_create_options(TextureObjectOptions, options, "Texture object options")
+    opts: TextureObjectOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
+        TextureObjectOptions, options, "Texture object options"
+    )
     tex = _texture_desc(opts)
     res = ffi.new("CUDA_RESOURCE_DESC *")
     claim, buf = resource._fill(res)
@@ -173,7 +180,7 @@ def _create_texture_object(resource, options, device_id):
     return self
 
 
-def _texture_desc(opts):
+def _texture_desc(opts: TextureObjectOptions) -> Any:
     """Return a filled ``CUDA_TEXTURE_DESC *`` (the checks made at creation)."""
     tex = ffi.new("CUDA_TEXTURE_DESC *")
     for i, mode in enumerate(_normalize_address_modes(opts.address_mode)):
@@ -210,7 +217,7 @@ def _texture_desc(opts):
     return tex
 
 
-def _normalize_enum(name, value, enum_type):
+def _normalize_enum(name: str, value: Any, enum_type: type[_E]) -> _E:
     """Return ``value`` as a member of the string enumeration ``enum_type``."""
     if isinstance(value, enum_type):
         return value
@@ -225,7 +232,7 @@ def _normalize_enum(name, value, enum_type):
         ) from None
 
 
-def _normalize_address_modes(address_mode):
+def _normalize_address_modes(address_mode: Any) -> tuple[AddressModeType, ...]:
     """Return three AddressModeType members from one mode or a tuple of 1 to 3."""
     if isinstance(address_mode, str):
         mode = _normalize_enum("address_mode", address_mode, AddressModeType)
@@ -250,7 +257,7 @@ def _normalize_address_modes(address_mode):
     return tuple(out)
 
 
-def _closed_argument(obj):
+def _closed_argument(obj: Any) -> NoReturn:
     name = type(obj).__name__
     if obj._handle:
         raise RuntimeError(f"{name} argument: its Buffer is closed")
