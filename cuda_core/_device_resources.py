@@ -224,7 +224,7 @@ class SMResource:
             raise TypeError(f"options must be SMResourceOptions, got {type(options)}")
         n_groups = _group_count(options)
         _check_green_ctx_support()
-        if driver_version() >= _STRUCTURED_SPLIT_MIN_DRIVER:  # type: ignore[no-untyped-call,unused-ignore]
+        if driver_version() >= _STRUCTURED_SPLIT_MIN_DRIVER:
             return _split_structured(self, options, n_groups, dry_run)
         return _split_by_count(self, options, n_groups, dry_run)
 
@@ -444,7 +444,7 @@ def _version_text(version: int) -> str:
 
 
 def _check_green_ctx_support() -> None:
-    version = driver_version()  # type: ignore[no-untyped-call,unused-ignore]
+    version = driver_version()
     if version < _GREEN_MIN_DRIVER:
         raise NotImplementedError(
             "Green context support requires CUDA driver 12.4 or newer. "
@@ -453,7 +453,7 @@ def _check_green_ctx_support() -> None:
 
 
 def _check_workqueue_support() -> None:
-    version = driver_version()  # type: ignore[no-untyped-call,unused-ignore]
+    version = driver_version()
     if version < _WORKQUEUE_MIN_DRIVER:
         raise NotImplementedError(
             "WorkqueueResource requires CUDA driver 13.1 or newer. "

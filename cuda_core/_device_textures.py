@@ -140,9 +140,9 @@ class TextureFactories:
 def _in_context(device: Any, factory: Callable[..., _R], *args: Any) -> _R:
     """Run ``factory(*args, device_id)`` with ``device``'s context current."""
     device._check_initialized()
-    pushed = _push_if_needed(device._c_ctx)  # type: ignore[no-untyped-call,unused-ignore]
+    pushed = _push_if_needed(device._c_ctx)
     try:
         return factory(*args, device._device_id)
     finally:
         if pushed:
-            _pop()  # type: ignore[no-untyped-call,unused-ignore]
+            _pop()

@@ -82,7 +82,7 @@ class GraphicsResource:
         check(register(out, c_flags))
         self = object.__new__(cls)
         self._handle = out[0]
-        self._h = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+        self._h = as_int_handle(out[0])
         self._closed = False
         self._mapped = None
         self._cm_stream = cm_stream
@@ -94,11 +94,11 @@ class GraphicsResource:
             closed = self._closed
         except AttributeError:
             return
-        if not closed and not in_forked_child():  # type: ignore[no-untyped-call,unused-ignore]
+        if not closed and not in_forked_child():
             self._closed = True
             status = lib.cuGraphicsUnregisterResource(self._handle)
             if status:
-                warn_cuda("cuGraphicsUnregisterResource (GraphicsResource finalizer)", status)  # type: ignore[no-untyped-call,unused-ignore]
+                warn_cuda("cuGraphicsUnregisterResource (GraphicsResource finalizer)", status)
 
     def __enter__(self) -> Any:
         if self._cm_stream is None:
@@ -218,7 +218,7 @@ class GraphicsResource:
         self._check_open()
         if self._mapped_buffer() is not None:
             raise RuntimeError("GraphicsResource is already mapped")
-        s = _as_open_stream(stream)  # type: ignore[no-untyped-call,unused-ignore]
+        s = _as_open_stream(stream)
         res = ffi.new("CUgraphicsResource *", self._handle)
         check(lib.cuGraphicsMapResources(1, res, s._handle), "cuGraphicsMapResources")
         ptr = ffi.new("CUdeviceptr *")
@@ -322,7 +322,7 @@ class _MappedGraphics(_DeviceMemory, MemoryResource):
         if resource._closed:
             return
         res = ffi.new("CUgraphicsResource *", resource._handle)
-        c_stream = ffi.NULL if stream is None else _as_open_stream(stream)._handle  # type: ignore[no-untyped-call,unused-ignore]
+        c_stream = ffi.NULL if stream is None else _as_open_stream(stream)._handle
         check(lib.cuGraphicsUnmapResources(1, res, c_stream), "cuGraphicsUnmapResources")
 
     @property

@@ -86,7 +86,7 @@ def create_green_context(device_id: int, options: Any) -> Context:
     """Create a green context on ``device_id`` from ``options`` (see Device.create_context)."""
     if options is None:
         raise ValueError("ContextOptions with resources must be provided to create a green context")
-    opts = check_or_create_options(ContextOptions, options, "Context options")  # type: ignore[no-untyped-call,unused-ignore]
+    opts = check_or_create_options(ContextOptions, options, "Context options")
     resources = opts.resources
     if resources is None:
         raise ValueError("resources must be provided (a sequence of SMResource/WorkqueueResource)")
@@ -124,21 +124,21 @@ def create_green_context(device_id: int, options: Any) -> Context:
         "cuGreenCtxCreate",
     )
     owner = _GreenOwner(out[0])
-    c_ctx = _bufs().ctx  # type: ignore[no-untyped-call,unused-ignore]
+    c_ctx = _bufs().ctx
     status = lib.cuCtxFromGreenCtx(c_ctx, out[0])
     if status:
         owner.release()  # nothing else refers to it yet
         check(status, "cuCtxFromGreenCtx")
-    context: Context = Context._from_green(c_ctx[0], device_id, owner)  # type: ignore[no-untyped-call,unused-ignore]
+    context: Context = Context._from_green(c_ctx[0], device_id, owner)
     return context
 
 
 def _create_green_stream(ctx: Any, options: Any) -> Stream:
     """Create a stream of green Context ``ctx`` (``cuGreenCtxStreamCreate``)."""
-    opts = check_or_create_options(StreamOptions, options, "Stream options")  # type: ignore[no-untyped-call,unused-ignore]
+    opts = check_or_create_options(StreamOptions, options, "Stream options")
     if not opts.nonblocking:
         raise ValueError("streams of a green context must be non-blocking (nonblocking=True)")
-    priority = _checked_priority(ctx, opts.priority)  # type: ignore[no-untyped-call,unused-ignore]
+    priority = _checked_priority(ctx, opts.priority)
     owner = ctx._green
     out = ffi.new("CUstream *")
     check(
@@ -147,7 +147,7 @@ def _create_green_stream(ctx: Any, options: Any) -> Stream:
     )
     stream: Any = _OpenStream()
     stream._handle = out[0]
-    stream._h = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+    stream._h = as_int_handle(out[0])
     stream._kind = _OWNED
     stream._ctx = ctx
     stream._closed = False
@@ -161,11 +161,11 @@ def _create_green_stream(ctx: Any, options: Any) -> Stream:
 
 def _destroy_green_ctx(c_green: Any) -> None:
     """Finalizer: destroy a green context nothing refers to any more; warn on failure."""
-    if in_forked_child():  # type: ignore[no-untyped-call,unused-ignore]
+    if in_forked_child():
         return
     status = lib.cuGreenCtxDestroy(c_green)
     if status:
-        warn_cuda("cuGreenCtxDestroy (green context finalizer)", status)  # type: ignore[no-untyped-call,unused-ignore]
+        warn_cuda("cuGreenCtxDestroy (green context finalizer)", status)
 
 
 _context._GREEN_STREAM_FACTORY.append(_create_green_stream)

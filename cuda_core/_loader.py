@@ -243,7 +243,7 @@ def install_hint(name: str) -> str:
     )
 
 
-def load_driver():
+def load_driver() -> None:
     """Load the CUDA driver (``libcuda.so.1``) from the system loader."""
     if lib.cc_load_library(lib.CC_LIB_DRIVER, ffi.NULL) != 0:
         if lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED:
@@ -255,7 +255,7 @@ _NVML_ENV = "CUDA_CORE_NVML_PATH"
 _NVML_SONAME = "libnvidia-ml.so.1"
 
 
-def load_nvml():
+def load_nvml() -> None:
     """Load NVML (``libnvidia-ml.so.1``) if needed.
 
     The override ``CUDA_CORE_NVML_PATH`` (a file path) is tried alone when
@@ -292,7 +292,7 @@ def library_path(name):
     return ffi.string(buf).decode()
 
 
-def driver_version():
+def driver_version() -> int:
     """Return the driver's CUDA version as an int (e.g. 13000), asked once per process."""
     if _DRIVER_VERSION:
         return _DRIVER_VERSION[0]

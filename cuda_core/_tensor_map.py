@@ -436,7 +436,7 @@ def _coerce_options(
             raise TypeError(
                 "Specify either options or the individual tensor map arguments, not both"
             )
-        opts: TensorMapDescriptorOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
+        opts: TensorMapDescriptorOptions = check_or_create_options(
             TensorMapDescriptorOptions, options, "Tensor map descriptor options"
         )
         return opts
@@ -460,7 +460,7 @@ def _begin(cls: type[_T], view: Any, data_type: Any, operation: str) -> tuple[_T
     the rank and box checks come first.
     """
     _check_view(view)
-    c_ctx = _current_ctx()  # type: ignore[no-untyped-call,unused-ignore]
+    c_ctx = _current_ctx()
     if c_ctx == ffi.NULL:
         raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
     dev = ffi.new("CUdevice *")
@@ -472,11 +472,11 @@ def _begin(cls: type[_T], view: Any, data_type: Any, operation: str) -> tuple[_T
     rank = len(tuple(view.shape))
     self = object.__new__(cls)
     self._storage = ffi.new("char[]", _MAP_SIZE + _MAP_ALIGN)
-    base = as_int_handle(self._storage)  # type: ignore[no-untyped-call,unused-ignore]
+    base = as_int_handle(self._storage)
     self._map = ffi.cast("CUtensorMap *", base + (-base) % _MAP_ALIGN)
     self._source_ref = view.exporting_obj
     self._view_ref = view
-    self._context = as_int_handle(c_ctx)  # type: ignore[no-untyped-call,unused-ignore]
+    self._context = as_int_handle(c_ctx)
     self._device_id = device_id
     self._repr_info = [None, rank, dtype, None]
     return self, rank, elem
@@ -581,10 +581,10 @@ def _encode_head(
 
 
 def _current_context_address() -> int:
-    c_ctx = _current_ctx()  # type: ignore[no-untyped-call,unused-ignore]
+    c_ctx = _current_ctx()
     if c_ctx == ffi.NULL:
         raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
-    address: int = as_int_handle(c_ctx)  # type: ignore[no-untyped-call,unused-ignore]
+    address: int = as_int_handle(c_ctx)
     return address
 
 

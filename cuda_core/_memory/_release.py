@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
@@ -341,7 +342,7 @@ class _AllocationClaim:
             self.drop()
 
 
-def claim_allocation(buf):
+def claim_allocation(buf: Any) -> Any:
     """Return what keeps the memory of open Buffer ``buf`` allocated for a graph node.
 
     An :class:`_AllocationClaim` for a Buffer that frees its memory; the

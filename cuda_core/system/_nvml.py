@@ -58,7 +58,7 @@ _MISSING = lib.CC_MISSING_SYMBOL
 READ_FAILED = lib.CC_NVML_FAILED
 
 
-@shown_as(FunctionNotFoundError)  # type: ignore[no-untyped-call, unused-ignore]
+@shown_as(FunctionNotFoundError)
 class _MissingFunctionError(FunctionNotFoundError, RuntimeError):
     """The installed NVML does not export a function cuda_core calls."""
 
@@ -68,7 +68,7 @@ class _MissingFunctionError(FunctionNotFoundError, RuntimeError):
         self.args = (f"function {function} is not found in the installed NVML",)
 
 
-@shown_as(UninitializedError)  # type: ignore[no-untyped-call, unused-ignore]
+@shown_as(UninitializedError)
 class _ForkedChildError(UninitializedError):
     """NVML is used in a child created by fork() after the parent initialized it."""
 
@@ -126,7 +126,7 @@ def initialize() -> None:
         if _state[0] == _FORKED:
             raise _ForkedChildError()
         try:
-            load_nvml()  # type: ignore[no-untyped-call, unused-ignore]
+            load_nvml()
         except _CoreLibraryNotFoundError as exc:
             raise LibraryNotFoundError(12, str(exc)) from None
         check(lib.nvmlInit_v2())

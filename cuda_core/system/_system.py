@@ -49,7 +49,7 @@ def get_user_mode_driver_version() -> tuple[int, int]:
         _nvml.initialize()
     except LibraryNotFoundError as exc:
         try:
-            v: int = driver_version()  # type: ignore[no-untyped-call, unused-ignore]
+            v: int = driver_version()
         except CUDAError:
             raise exc from None
     else:
@@ -142,7 +142,7 @@ def _read_process_lists() -> None:
 
 
 def _cuda_device_count() -> int:
-    load_driver()  # type: ignore[no-untyped-call, unused-ignore]
+    load_driver()
     check_cuda(lib.cuInit(0))
     count = ffi.new("int *")
     check_cuda(lib.cuDeviceGetCount(count))

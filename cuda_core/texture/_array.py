@@ -109,7 +109,7 @@ class OpaqueArray(ArrayBase):
         With ``owning`` the array is destroyed when the last user lets go;
         otherwise it is never destroyed here.
         """
-        handle = as_int_handle(handle)  # type: ignore[no-untyped-call,unused-ignore]
+        handle = as_int_handle(handle)
         shared = SharedHandle(handle, _destroy_array if owning else None, "CUDA array")
         if device_id is None:
             device_id = _current_device_id()
@@ -197,13 +197,13 @@ class OpaqueArray(ArrayBase):
 
 def _create_opaque_array(options: Any, device_id: int) -> OpaqueArray:
     """Allocate an :class:`OpaqueArray` in the current context (device ``device_id``)."""
-    opts: OpaqueArrayOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
+    opts: OpaqueArrayOptions = check_or_create_options(
         OpaqueArrayOptions, options, "Opaque array options"
     )
     desc = _descriptor(opts)
     out = ffi.new("CUarray *")
     check(lib.cuArray3DCreate(out, desc), "cuArray3DCreate")
-    handle = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+    handle = as_int_handle(out[0])
     shared = SharedHandle(handle, _destroy_array, "CUDA array")
     return _new_array(
         shared,

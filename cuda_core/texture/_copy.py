@@ -35,7 +35,7 @@ def copy_array(
     direction.  Returns nothing; raises TypeError/ValueError for an unusable
     ``other`` (before anything is queued) and CUDAError if the driver fails.
     """
-    stream = _as_open_stream(stream, "stream")  # type: ignore[no-untyped-call,unused-ignore]
+    stream = _as_open_stream(stream, "stream")
     width, height, depth = extent
     required = width * height * depth
     p = ffi.new("CUDA_MEMCPY3D *")

@@ -173,4 +173,4 @@ def _release(
     if raising:
         check(failed, context)
     else:
-        warn_cuda(f"{context} during garbage collection", failed)  # type: ignore[no-untyped-call,unused-ignore]
+        warn_cuda(f"{context} during garbage collection", failed)

@@ -133,7 +133,7 @@ class MipmappedArray(ArrayBase):
         out = ffi.new("CUarray *")
         c_mip = ffi.cast("CUmipmappedArray", self._handle)
         check(lib.cuMipmappedArrayGetLevel(out, c_mip, lvl), "cuMipmappedArrayGetLevel")
-        handle = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+        handle = as_int_handle(out[0])
         shared = SharedHandle(handle, None, "mipmap level", parent=self._shared)
         return _array_from_shared(shared, self._device_id)
 
@@ -145,14 +145,14 @@ class MipmappedArray(ArrayBase):
 
 def _create_mipmapped_array(options: Any, device_id: int) -> MipmappedArray:
     """Allocate a :class:`MipmappedArray` in the current context (device ``device_id``)."""
-    opts: MipmappedArrayOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
+    opts: MipmappedArrayOptions = check_or_create_options(
         MipmappedArrayOptions, options, "Mipmapped array options"
     )
     desc = _descriptor(opts)
     out = ffi.new("CUmipmappedArray *")
     check(lib.cuMipmappedArrayCreate(out, desc, opts.num_levels), "cuMipmappedArrayCreate")
     self = object.__new__(MipmappedArray)
-    handle = as_int_handle(out[0])  # type: ignore[no-untyped-call,unused-ignore]
+    handle = as_int_handle(out[0])
     self._shared = SharedHandle(handle, _destroy_mipmap, "mipmapped array")
     self._handle = self._shared.value
     self._shape = opts.shape

@@ -253,7 +253,7 @@ class ResourceDescriptor(ElementFormat):
         buf = self._source
         if buf.is_closed:
             raise RuntimeError("the ResourceDescriptor's Buffer is closed")
-        claim = _BufferClaim(claim_allocation(buf))  # type: ignore[no-untyped-call,unused-ignore]
+        claim = _BufferClaim(claim_allocation(buf))
         if kind == _LINEAR:
             res.resType = lib.CU_RESOURCE_TYPE_LINEAR
             lin = res.res.linear

@@ -158,7 +158,7 @@ def _create_texture_object(resource: object, options: Any, device_id: int) -> Te
     """Create a :class:`TextureObject` in the current context (device ``device_id``)."""
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
-    opts: TextureObjectOptions = check_or_create_options(  # type: ignore[no-untyped-call,unused-ignore]
+    opts: TextureObjectOptions = check_or_create_options(
         TextureObjectOptions, options, "Texture object options"
     )
     tex = _texture_desc(opts)
