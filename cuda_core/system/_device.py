@@ -48,6 +48,7 @@ from cuda_core.system._nvml import (
     string_result,
     struct_version,
     two_call,
+    uint_result,
 )
 from cuda_core.system.exceptions import InvalidArgumentError, NotFoundError
 from cuda_core.system.typing import (
@@ -314,8 +315,7 @@ class Device:
     @property
     def index(self) -> int:
         """int: NVML's index of the device (may differ from the CUDA ordinal)."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetIndex, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetIndex, self._h)
 
     @property
     def uuid(self) -> str:
@@ -335,8 +335,7 @@ class Device:
     @property
     def numa_node_id(self) -> int:
         """int: The NUMA node nearest the device."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetNumaNodeId, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetNumaNodeId, self._h)
 
     @property
     def arch(self) -> DeviceArch:
@@ -366,14 +365,12 @@ class Device:
     @property
     def module_id(self) -> int:
         """int: The module id on a baseboard (0 on other parts)."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetModuleId, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetModuleId, self._h)
 
     @property
     def minor_number(self) -> int:
         """int: N of the device file ``/dev/nvidiaN``."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetMinorNumber, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetMinorNumber, self._h)
 
     @property
     def is_c2c_enabled(self) -> bool:
@@ -458,8 +455,7 @@ class Device:
         A passively cooled board reports 0 (an H100 with driver 580 does),
         and :meth:`get_fan` then raises ValueError for every index.
         """
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetNumFans, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetNumFans, self._h)
 
     @property
     def temperature(self) -> Temperature:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.system._enums import to_nvml
-from cuda_core.system._nvml import check, out_result, string_result
+from cuda_core.system._nvml import check, out_result, string_result, uint_result
 from cuda_core.system.exceptions import NotFoundError, NotSupportedError
 from cuda_core.system.typing import InforomObject
 
@@ -101,21 +101,6 @@ class BAR1MemoryInfo(MemoryInfo):
         self._used = struct.bar1Used
 
     @property
-    def free(self) -> int:
-        """int: Unallocated BAR1 memory, in bytes."""
-        return self._free
-
-    @property
-    def total(self) -> int:
-        """int: BAR1 memory size, in bytes."""
-        return self._total
-
-    @property
-    def used(self) -> int:
-        """int: Allocated BAR1 memory, in bytes."""
-        return self._used
-
-    @property
     def reserved(self) -> int:
         """BAR1 memory has no reserved figure: always raises :class:`AttributeError`."""
         raise AttributeError("BAR1 memory has no 'reserved' figure")
@@ -190,50 +175,42 @@ class PciInfo:
     @property
     def link_generation(self) -> int:
         """int: The highest PCIe generation the device and system support."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxPcieLinkGeneration, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetMaxPcieLinkGeneration, self._h)
 
     @property
     def max_link_generation(self) -> int:
         """int: The highest PCIe generation the device supports."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetGpuMaxPcieLinkGeneration, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetGpuMaxPcieLinkGeneration, self._h)
 
     @property
     def max_link_width(self) -> int:
         """int: The widest PCIe link the device and system support (lanes)."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxPcieLinkWidth, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetMaxPcieLinkWidth, self._h)
 
     @property
     def current_link_generation(self) -> int:
         """int: The current PCIe generation."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetCurrPcieLinkGeneration, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetCurrPcieLinkGeneration, self._h)
 
     @property
     def current_link_width(self) -> int:
         """int: The current PCIe link width (lanes)."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetCurrPcieLinkWidth, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetCurrPcieLinkWidth, self._h)
 
     @property
     def rx_throughput(self) -> int:
         """int: PCIe receive throughput over the last 20 ms, in KB/s."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetPcieThroughput, self._h, 1)
-        return value
+        return uint_result(lib.nvmlDeviceGetPcieThroughput, self._h, 1)
 
     @property
     def tx_throughput(self) -> int:
         """int: PCIe transmit throughput over the last 20 ms, in KB/s."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetPcieThroughput, self._h, 0)
-        return value
+        return uint_result(lib.nvmlDeviceGetPcieThroughput, self._h, 0)
 
     @property
     def replay_counter(self) -> int:
         """int: The PCIe replay counter."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetPcieReplayCounter, self._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetPcieReplayCounter, self._h)
 
 
 class Utilization:
@@ -435,8 +412,7 @@ class MigInfo:
     @property
     def device_count(self) -> int:
         """int: The most MIG devices this GPU can hold."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxMigDeviceCount, self._device._h)
-        return value
+        return uint_result(lib.nvmlDeviceGetMaxMigDeviceCount, self._device._h)
 
     @property
     def parent(self) -> Device:

@@ -22,6 +22,7 @@ from cuda_core.system._nvml import (
     out_result,
     raise_read_failure,
     struct_version,
+    uint_result,
 )
 from cuda_core.system.typing import (
     ClockId,
@@ -80,13 +81,11 @@ class ClockInfo:
     def get_current_mhz(self, clock_id: ClockId | str = ClockId.CURRENT) -> int:
         """Return the clock in MHz: the current one or the customer boost maximum."""
         cid = to_nvml(ClockId, clock_id)
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetClock, self._h, self._type, cid)
-        return value
+        return uint_result(lib.nvmlDeviceGetClock, self._h, self._type, cid)
 
     def get_max_mhz(self) -> int:
         """Return the highest clock the device allows, in MHz."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetMaxClockInfo, self._h, self._type)
-        return value
+        return uint_result(lib.nvmlDeviceGetMaxClockInfo, self._h, self._type)
 
     def get_max_customer_boost_mhz(self) -> int:
         """Return the customer-defined boost maximum, in MHz."""
@@ -170,8 +169,7 @@ class FanInfo:
     @property
     def speed(self) -> int:
         """int: The fan speed in percent of its maximum.  Settable (needs privileges)."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetFanSpeed_v2, self._h, self._fan)
-        return value
+        return uint_result(lib.nvmlDeviceGetFanSpeed_v2, self._h, self._fan)
 
     @speed.setter
     def speed(self, percent: int) -> None:
@@ -190,8 +188,7 @@ class FanInfo:
     @property
     def target_speed(self) -> int:
         """int: The speed the fan is driven towards, in percent."""
-        value: int = out_result("unsigned int", lib.nvmlDeviceGetTargetFanSpeed, self._h, self._fan)
-        return value
+        return uint_result(lib.nvmlDeviceGetTargetFanSpeed, self._h, self._fan)
 
     @property
     def min_max_speed(self) -> tuple[int, int]:

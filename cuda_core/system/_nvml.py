@@ -167,6 +167,12 @@ def out_result(ctype: str, fn: Callable[..., int], *args: Any) -> Any:
     return out[0]
 
 
+def uint_result(fn: Callable[..., int], *args: Any) -> int:
+    """:func:`out_result` for the common ``unsigned int`` out-parameter, typed as int."""
+    value: int = out_result("unsigned int", fn, *args)
+    return value
+
+
 def two_call(ctype: str, fn: Callable[..., int], *args: Any) -> tuple[Any, int]:
     """Call a count-then-fill NVML function ``fn(*args, &count, array)``.
 
