@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# A/B benchmarks on the GPU machine: a baseline tree (before) against this tree
+# (after), both built for CPython and PyPy, run_all.py alternating between them.
+# Stage the baseline first, here: mkdir -p .device/baseline && git archive REV | tar -x -C .device/baseline
+# then, on the GPU machine from the project root: bash benchmarks/ab_rounds.sh ROUNDS ONLY...
+# and compare: python3 benchmarks/ab_table.py OUT/base-*.jsonl OUT/new-*.jsonl
+# Needs the staged .device/ of shared/gpu/prepare.sh (wheels, PyPy debs).
+set -u
+rounds=${1:-1}; shift
+only=(); for o in "$@"; do only+=(--only "$o"); done
+O=${OUT:-/tmp/out}; mkdir -p "$O"; root=$(pwd)
+export PYTHONUNBUFFERED=1
+mkdir -p /tmp/cpsite /tmp/ppsite
+for w in .device/cp/*.whl; do python3 -m zipfile -e "$w" /tmp/cpsite; done
+for f in .device/debs/*.deb; do dpkg -x "$f" /; done
+for w in .device/pp/*.whl; do python3 -m zipfile -e "$w" /tmp/ppsite; done
+rm -rf /tmp/base /tmp/new; cp -r .device/baseline /tmp/base
+mkdir /tmp/new && tar --exclude=./.device --exclude=./.gl -cf - . | tar -xf - -C /tmp/new
+for t in base new; do
+  (cd /tmp/$t && export CUDA_CORE_BUILD_BENCH=1 &&
+   PYTHONPATH=/tmp/cpsite python3 setup.py -q build_ext --inplace >/tmp/$t-cp-build.log 2>&1 &&
+   PYTHONPATH=/tmp/ppsite pypy3 setup.py -q build_ext --inplace >/tmp/$t-pp-build.log 2>&1) || { echo "build $t failed"; tail -20 /tmp/$t-*-build.log; }
+done
+for r in $(seq 1 "$rounds"); do
+  for t in base new; do
+    echo "=== round $r: $t"; s=$SECONDS
+    (cd /tmp/$t && python3 benchmarks/run_all.py --interp "CPython=python3:/tmp/$t:/tmp/cpsite" \
+      --interp "PyPy=pypy3:/tmp/$t:/tmp/ppsite" "${only[@]}" --out /tmp/$t-$r.md \
+      --save-json "$O/$t-$r.jsonl" > /tmp/$t-$r.log 2>&1) || echo "run_all $t failed"
+    grep -i "exited\|timed out\|Error" /tmp/$t-$r.log | head -5
+    echo "    took $((SECONDS - s)) s"
+  done
+done
+cp /tmp/new-1.md "$O/new-1.md" 2>/dev/null

@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Compare the results of ``ab_rounds.sh``: cuda_core before against after.
+
+Usage::
+
+    python benchmarks/ab_table.py OUT/base-*.jsonl OUT/new-*.jsonl
+
+Files whose name contains ``base`` are "before", the others "after".  For
+each interpreter and case it prints the median of cuda_core's time over the
+rounds before and after, their quotient (``**`` above 1.03; bandwidths are
+inverted so that above 1 is always slower), and the median paired ratio
+against a peer measured in the same process, before and after.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import statistics
+import sys
+
+PEERS = ("cuda.core", "C floor", "cuda.core hit")
+
+
+def _load(paths):
+    rows = collections.defaultdict(list)
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                rec = json.loads(line)
+                rows[(rec["interpreter"], rec["benchmark"], rec["case"])].append(rec)
+    return rows
+
+
+def _paired(recs, peer):
+    return [r["paired"][peer] for r in recs if r.get("paired", {}).get(peer)]
+
+
+def main(argv):
+    base = _load([p for p in argv if "base" in p])
+    new = _load([p for p in argv if "base" not in p])
+    head = ("interpreter", "benchmark", "case", "unit", "before", "after", "after/before")
+    print("| " + " | ".join(head + ("paired before", "after")) + " |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(set(base) & set(new)):
+        before = statistics.median(r["results"]["cuda_core"] for r in base[key])
+        after = statistics.median(r["results"]["cuda_core"] for r in new[key])
+        unit = new[key][0].get("unit", "us")
+        q = before / after if unit == "GB/s" else after / before
+        peer_cells = "– | –"
+        for peer in PEERS:
+            pb, pa = _paired(base[key], peer), _paired(new[key], peer)
+            if pb and pa:
+                peer_cells = f"{peer}: {statistics.median(pb):.2f} | {statistics.median(pa):.2f}"
+                break
+        flag = " **" if q > 1.03 else ""
+        print(
+            f"| {key[0]} | {key[1]} | {key[2]} | {unit} | {before:.3f} | {after:.3f} "
+            f"| {q:.3f}{flag} | {peer_cells} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
