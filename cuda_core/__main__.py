@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import platform
 import sys
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
@@ -26,13 +27,18 @@ from cuda_core.system import Device as SystemDevice
 from cuda_core.system import LibraryNotFoundError as NvmlLibraryNotFoundError
 from cuda_core.system import NvmlError, get_kernel_mode_driver_version
 
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, TypeVar
 
-def _fmt_version(v):
+    _T = TypeVar("_T")
+
+
+def _fmt_version(v: Iterable[object]) -> str:
     return ".".join(str(x) for x in v)
 
 
-def _library_lines():
-    lines = []
+def _library_lines() -> list[str]:
+    lines: list[str] = []
     probes = (
         ("NVRTC", "nvrtc", nvrtc_version),
         ("nvJitLink", "nvjitlink", nvjitlink_version),
@@ -50,7 +56,7 @@ def _library_lines():
     return lines
 
 
-def _gpu_lines():
+def _gpu_lines() -> tuple[list[str], str | None]:
     try:
         load_driver()
     except CUDAError as exc:
@@ -83,22 +89,22 @@ def _gpu_lines():
     return lines, v
 
 
-def _nvml_field(fn):
+def _nvml_field(fn: Callable[[], _T]) -> _T | str:
     try:
         return fn()
     except NvmlError:
         return "n/a"
 
 
-def _gpu_row(dev):
-    def memory():
+def _gpu_row(dev: SystemDevice) -> list[str]:
+    def memory() -> str:
         m = dev.memory_info
         return f"{m.used / 2**20:.0f} / {m.total / 2**20:.0f} MiB"
 
-    def utilization():
+    def utilization() -> str:
         return f"{dev.utilization.gpu}%"
 
-    def persistence():
+    def persistence() -> str:
         return "on" if dev.is_persistence_mode_enabled else "off"
 
     return [
@@ -111,7 +117,7 @@ def _gpu_row(dev):
     ]
 
 
-def _nvml_lines():
+def _nvml_lines() -> list[str]:
     """The NVML section: driver version and one table row per GPU."""
     try:
         version = get_kernel_mode_driver_version()
@@ -131,7 +137,7 @@ def _nvml_lines():
     return lines
 
 
-def report():
+def report() -> str:
     """Return the diagnosis report as a string."""
     impl = platform.python_implementation()
     out = [
@@ -148,7 +154,7 @@ def report():
     return "\n".join(out)
 
 
-def main():
+def main() -> int:
     """Print the report; exit status 0 whatever was (not) found."""
     print(report())
     return 0

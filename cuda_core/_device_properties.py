@@ -17,9 +17,13 @@ to ask for an optional attribute; a genuine 0 is returned as 0.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check_allowing
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn
 
 __all__ = ["DeviceAttributeNotSupportedError", "DeviceProperties"]
 
@@ -404,7 +408,9 @@ class DeviceAttributeNotSupportedError(AttributeError):
         The device that was asked.
     """
 
-    def __init__(self, message, *, attribute=None, device_id=None):
+    def __init__(
+        self, message: str, *, attribute: str | None = None, device_id: int | None = None
+    ) -> None:
         super().__init__(message)
         self.attribute = attribute
         self.device_id = device_id
@@ -426,28 +432,30 @@ class DeviceProperties:
     """
 
     __slots__ = ("_device_id", "_cache")
+    _device_id: int
+    _cache: dict[int, object]
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError(
             "DeviceProperties cannot be instantiated directly. Please use Device APIs "
             "(Device.properties)."
         )
 
     @classmethod
-    def _init(cls, device_id):
+    def _init(cls, device_id: int) -> DeviceProperties:
         """Return the properties of device ordinal ``device_id`` (no driver call)."""
         self = object.__new__(cls)
         self._device_id = int(device_id)
         self._cache = {}
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<DeviceProperties device={self._device_id}>"
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(_NAMES))
 
-    def _query(self, name, c_attr):
+    def _query(self, name: str, c_attr: int) -> object:
         """Ask the driver for attribute ``c_attr`` (property ``name``)."""
         try:
             out = _tls.int_out
@@ -458,7 +466,7 @@ class DeviceProperties:
             return out[0]
         return _UNSUPPORTED
 
-    def _unsupported(self, name):
+    def _unsupported(self, name: str) -> DeviceAttributeNotSupportedError:
         return DeviceAttributeNotSupportedError(
             f"device attribute {name} (CU_DEVICE_ATTRIBUTE_{name.upper()}) is not supported "
             f"by device {self._device_id} with the installed driver",
@@ -467,12 +475,12 @@ class DeviceProperties:
         )
 
 
-def _make_property(name, kind, doc):
+def _make_property(name: str, kind: str, doc: str) -> property:
     c_attr = getattr(lib, "CU_DEVICE_ATTRIBUTE_" + name.upper())
-    convert = bool if kind == "b" else int
+    convert: Callable[[Any], object] = bool if kind == "b" else int
     if name in _UNCACHED:
 
-        def fget(self):
+        def fget(self: DeviceProperties) -> object:
             value = self._query(name, c_attr)
             if value is _UNSUPPORTED:
                 raise self._unsupported(name)
@@ -480,7 +488,7 @@ def _make_property(name, kind, doc):
 
     else:
 
-        def fget(self):
+        def fget(self: DeviceProperties) -> object:
             try:
                 value = self._cache[c_attr]
             except KeyError:

@@ -115,20 +115,22 @@ def shown_as(base: type[BaseException]) -> Callable[[_E], _E]:
         def __reduce__(self: BaseException) -> tuple[Any, ...]:
             return (_rebuild_shown, (*where, self.args, self.__dict__ or None))
 
-        cls.__reduce__ = __reduce__
+        cls.__reduce__ = __reduce__  # type: ignore[method-assign,assignment]  # per class
         return cls
 
     return decorate
 
 
-def _rebuild_shown(module, qualname, args, state):
+def _rebuild_shown(
+    module: str, qualname: str, args: tuple[Any, ...], state: dict[str, Any] | None
+) -> BaseException:
     """Unpickle an instance of a :func:`shown_as` class (found by its real place)."""
     import importlib
 
-    cls = importlib.import_module(module)
+    cls: Any = importlib.import_module(module)
     for part in qualname.split("."):
         cls = getattr(cls, part)
-    exc = cls.__new__(cls, *args)
+    exc: BaseException = cls.__new__(cls, *args)
     exc.args = args
     if state:
         exc.__dict__.update(state)
@@ -239,12 +241,12 @@ _FORK_HINT = (
 )
 
 
-def _driver_forked():
+def _driver_forked() -> bool:
     """Return whether the extension has marked the driver unusable after fork()."""
-    return lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED
+    return lib.cc_library_state(lib.CC_LIB_DRIVER) == lib.CC_DRIVER_FORKED  # type: ignore[no-any-return]
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     # The extension's own fork handler has run by now (inside fork()).
     if _driver_forked():
         _FORKED_CHILD[0] = True
@@ -267,14 +269,15 @@ def in_forked_child() -> bool:
     return _FORKED_CHILD[0]
 
 
-def _enum_name(ctype, status, fallback):
+def _enum_name(ctype: str, status: int, fallback: str) -> str:
     name = ffi.typeof(ctype).elements.get(status)
     return name if name is not None else f"{fallback}({status})"
 
 
-def _driver_name_and_text(status):
+def _driver_name_and_text(status: int) -> tuple[str, str]:
     """Return the driver's name and description for ``status``."""
-    name = text = None
+    name: str | None = None
+    text: str | None = None
     if lib.cc_library_state(lib.CC_LIB_DRIVER) == 1:
         out = ffi.new("const char **")
         if lib.cuGetErrorName(status, out) == 0 and out[0] != ffi.NULL:
@@ -288,7 +291,7 @@ def _driver_name_and_text(status):
     return name, text
 
 
-def _missing_symbol_message(status):
+def _missing_symbol_message(status: int) -> str | None:
     version = ffi.new("int *")
     c_name = lib.cc_take_missing(version)
     if c_name == ffi.NULL:
@@ -325,7 +328,7 @@ def check(status: int, context: str | None = None) -> None:
         raise driver_error(status, context)
 
 
-def driver_not_found_error():
+def driver_not_found_error() -> LibraryNotFoundError:
     """Return the exception describing why the CUDA driver is unavailable."""
     reason = ffi.string(lib.cc_library_error(lib.CC_LIB_DRIVER)).decode()
     return LibraryNotFoundError(
@@ -339,10 +342,10 @@ def driver_not_found_error():
 
 # Registration slot: cuda_core._loader (above this module) puts its
 # ``ensure_loaded`` here when it is imported.
-_ensure_loaded = None
+_ensure_loaded: Callable[[str], None] | None = None
 
 
-def _library_not_loaded(which):
+def _library_not_loaded(which: str) -> CUDAError:
     if _ensure_loaded is not None:
         _ensure_loaded(which)  # raises LibraryNotFoundError with the search report
     return CUDAError(f"{which} was not loaded before use")
@@ -373,7 +376,7 @@ def read_log(
     return ffi.string(buf).decode("utf-8", decode_errors), 0
 
 
-def nvrtc_log(prog):
+def nvrtc_log(prog: Any) -> str | None:
     """Return the NVRTC program log of ``prog`` (checked)."""
     text, status = read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
     if status:
@@ -381,7 +384,7 @@ def nvrtc_log(prog):
     return text
 
 
-def check_nvrtc(status, prog=None):
+def check_nvrtc(status: int, prog: Any = None) -> None:
     """Raise :class:`NVRTCError` unless the NVRTC ``status`` is success.
 
     With ``prog``, the full compilation log is appended to the message.
@@ -409,7 +412,7 @@ def check_nvrtc(status, prog=None):
     raise NVRTCError(message, code=int(status), name=name, log=log)
 
 
-def check_nvjitlink(status, handle=None):
+def check_nvjitlink(status: int, handle: Any = None) -> None:
     """Raise :class:`NVJitLinkError` unless the nvJitLink ``status`` is success.
 
     With ``handle``, the linker's error log is appended to the message.
@@ -438,7 +441,7 @@ def check_nvjitlink(status, handle=None):
     raise NVJitLinkError(message, code=int(status), name=name, log=log)
 
 
-def check_nvvm(status, prog=None):
+def check_nvvm(status: int, prog: Any = None) -> None:
     """Raise :class:`NVVMError` unless the libNVVM ``status`` is success.
 
     With ``prog``, the NVVM program log is appended to the message.
@@ -499,7 +502,7 @@ def check_allowing(status: int, allowed: Collection[int], context: str | None = 
 def status_in(status: int | CUDAError, codes: Collection[int]) -> bool:
     """Return whether ``status`` (a status code, or a :class:`CUDAError`) is one of ``codes``."""
     if isinstance(status, CUDAError):
-        status = status.code
+        status = status.code  # type: ignore[assignment]  # None is in no codes
     return status in codes
 
 

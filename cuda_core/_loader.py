@@ -27,6 +27,7 @@ import os
 import site
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 import cuda_core._errors as _errors
 from cuda_core._cuda_ffi import ffi, lib
@@ -40,6 +41,9 @@ from cuda_core._errors import (
     driver_error,
     driver_not_found_error,
 )
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 __all__ = [
     "driver_not_found_error",
@@ -60,7 +64,7 @@ __all__ = [
 ]
 
 _LOCK = threading.Lock()
-_DRIVER_VERSION = []  # [version] once asked
+_DRIVER_VERSION: list[int] = []  # [version] once asked
 
 # name -> (index in the extension, env var, wheel-relative candidates,
 #          toolkit-relative candidates, system-loader names, CUDA 13 wheel;
@@ -110,8 +114,8 @@ _LIBDEVICE = (
 )
 
 
-def _site_dirs():
-    dirs = []
+def _site_dirs() -> list[str]:
+    dirs: list[str] = []
     try:
         dirs.extend(site.getsitepackages())
     except AttributeError:  # virtualenvs of old interpreters
@@ -121,7 +125,8 @@ def _site_dirs():
     except AttributeError:
         pass
     dirs.extend(p for p in sys.path if p and p.endswith(("site-packages", "dist-packages")))
-    seen, out = set(), []
+    seen: set[str] = set()
+    out: list[str] = []
     for d in dirs:
         if d not in seen and os.path.isdir(d):
             seen.add(d)
@@ -129,7 +134,7 @@ def _site_dirs():
     return out
 
 
-def _toolkit_roots():
+def _toolkit_roots() -> list[tuple[str, str]]:
     roots = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
         value = os.environ.get(var)
@@ -139,7 +144,7 @@ def _toolkit_roots():
     return roots
 
 
-def _try_load(index, path, attempts):
+def _try_load(index: int, path: str, attempts: list[str]) -> bool:
     if lib.cc_load_library(index, path.encode()) == 0:
         return True
     attempts.append(f"{path}: {ffi.string(lib.cc_library_error(index)).decode()}")
@@ -159,7 +164,7 @@ def ensure_loaded(name: str) -> None:
         _load_locked(index, _LIBS[name][1], name, "the library file", _search_cuda_library, name)
 
 
-def _search_cuda_library(index, attempts, name):
+def _search_cuda_library(index: int, attempts: list[str], name: str) -> None:
     """Try the wheels, then the toolkits, then the system loader; raise if none loads."""
     _, env, wheel, toolkit, system, _ = _LIBS[name]
     for d in _site_dirs():
@@ -189,7 +194,14 @@ def _search_cuda_library(index, attempts, name):
     )
 
 
-def _load_locked(index, env, label, target, search, *args):
+def _load_locked(
+    index: int,
+    env: str,
+    label: str,
+    target: str,
+    search: Callable[..., None],
+    *args: Any,
+) -> None:
     """Load library ``index`` under the lock: the override in ``env`` alone when set.
 
     Otherwise ``search(index, attempts, *args)`` tries its places and raises
@@ -199,7 +211,7 @@ def _load_locked(index, env, label, target, search, *args):
     with _LOCK:
         if lib.cc_library_state(index) == 1:
             return
-        attempts = []
+        attempts: list[str] = []
         override = os.environ.get(env)
         if not override:
             search(index, attempts, *args)
@@ -215,7 +227,7 @@ def _load_locked(index, env, label, target, search, *args):
             )
 
 
-def _driver_major():
+def _driver_major() -> int | None:
     """The driver's CUDA major version, or None where no driver can be loaded."""
     try:
         return driver_version() // 1000
@@ -271,7 +283,7 @@ def load_nvml() -> None:
         _load_locked(lib.CC_LIB_NVML, _NVML_ENV, "NVML", _NVML_SONAME, _search_nvml)
 
 
-def _search_nvml(index, attempts):
+def _search_nvml(index: int, attempts: list[str]) -> None:
     if _try_load(index, _NVML_SONAME, attempts):
         return
     raise LibraryNotFoundError(
@@ -283,13 +295,13 @@ def _search_nvml(index, attempts):
     )
 
 
-def library_path(name):
+def library_path(name: str) -> str | None:
     """Return the file the loaded library ``name`` came from, or None."""
     index = lib.CC_LIB_DRIVER if name == "driver" else _LIBS[name][0]
     buf = ffi.new("char[]", 4096)
     if lib.cc_library_path(index, buf, 4096) != 0:
         return None
-    return ffi.string(buf).decode()
+    return ffi.string(buf).decode()  # type: ignore[no-any-return]  # a str
 
 
 def driver_version() -> int:
@@ -299,20 +311,22 @@ def driver_version() -> int:
     out = ffi.new("int *")
     check(lib.cuDriverGetVersion(out))
     _DRIVER_VERSION[:] = [out[0]]
-    return out[0]
+    return out[0]  # type: ignore[no-any-return]  # a C int
 
 
-def format_cuda_version(version):
+def format_cuda_version(version: int) -> str:
     """Return a CUDA version int (``12030``) as ``"12.3"``."""
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
-def driver_at_least(major, minor):
+def driver_at_least(major: int, minor: int) -> bool:
     """Return whether the driver supports CUDA ``major.minor``."""
     return driver_version() >= major * 1000 + minor * 10
 
 
-def require_driver(major, minor, what, error=CUDAError):
+def require_driver(
+    major: int, minor: int, what: str, error: Callable[[str], Exception] = CUDAError
+) -> None:
     """Raise ``error`` unless the driver supports CUDA ``major.minor``, naming ``what``.
 
     The message reads "Driver version 12.2 does not support <what> (needs
@@ -327,10 +341,10 @@ def require_driver(major, minor, what, error=CUDAError):
 
 
 # {library: (major, minor)}: read once per process (a library, once loaded, stays).
-_versions = {}
+_versions: dict[str, tuple[int, int]] = {}
 
 
-def nvrtc_version():
+def nvrtc_version() -> tuple[int, int]:
     """Return NVRTC's ``(major, minor)``, loading it if needed."""
     return _versions.get("nvrtc") or _read_version("nvrtc")
 
@@ -340,12 +354,12 @@ def nvjitlink_version() -> tuple[int, int]:
     return _versions.get("nvjitlink") or _read_version("nvjitlink")
 
 
-def nvvm_version():
+def nvvm_version() -> tuple[int, int]:
     """Return libNVVM's ``(major, minor)``, loading it if needed."""
     return _versions.get("nvvm") or _read_version("nvvm")
 
 
-def _read_version(name):
+def _read_version(name: str) -> tuple[int, int]:
     """Ask library ``name`` its ``(major, minor)`` and remember it."""
     ensure_loaded(name)
     if name == "nvjitlink":
@@ -361,7 +375,7 @@ def _read_version(name):
     return version
 
 
-def libdevice_path():
+def libdevice_path() -> str | None:
     """Return the path of ``libdevice.10.bc`` next to the NVVM in use, or None."""
     nvvm = library_path("nvvm")
     candidates = []

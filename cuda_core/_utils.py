@@ -39,6 +39,10 @@ class Closeable:
 
     __slots__ = ()
 
+    if TYPE_CHECKING:
+
+        def close(self) -> None: ...
+
     def __enter__(self) -> Self:
         return self
 
@@ -99,7 +103,7 @@ def index_or_none(value: object) -> int | None:
     if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
         return None  # NumPy versions differ on whether numpy.bool_ is an index
     try:
-        return operator.index(value)
+        return operator.index(value)  # type: ignore[arg-type]  # failure means "no int"
     except Exception:  # noqa: BLE001 - any failure means "not an integer"
         return None
 
@@ -108,16 +112,16 @@ def index_or_none(value: object) -> int | None:
 SIZE_MAX = (1 << 64) - 1
 
 
-def as_size(value, what="size"):
+def as_size(value: Any, what: str = "size") -> int:
     """Return ``value`` as a ``size_t`` int, raising TypeError/ValueError naming ``what``."""
     if value.__class__ is not int or value < 0:
         value = check_nonnegative_int(value, what)
     if value > SIZE_MAX:
         raise ValueError(f"{what} {value} does not fit in size_t (2**64 - 1 at most)")
-    return value
+    return value  # type: ignore[no-any-return]  # an int by the checks above
 
 
-def as_address(value, what, accepted):
+def as_address(value: Any, what: str, accepted: str) -> int:
     """Return ``value`` as an address in ``[0, 2**64)``.
 
     A non-integer raises TypeError saying ``what`` must be ``accepted``
@@ -130,7 +134,7 @@ def as_address(value, what, accepted):
         value = index
     if not 0 <= value <= SIZE_MAX:
         raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
-    return value
+    return value  # type: ignore[no-any-return]  # an int by the checks above
 
 
 def as_list(value: Any, scalars: tuple[type, ...] = (str, os.PathLike)) -> list[Any]:
