@@ -12,7 +12,7 @@ in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import cuda_core._slots as _slots
 from cuda_core._context import (
@@ -104,7 +104,13 @@ class Stream(Closeable):
 
     _handle: Any  # CUstream cdata
     _h: int
+    _kind: int
+    _owner: object
+    _ctx: Context | None
+    _nonblocking: bool
+    _priority: int
     _closed: bool
+    _plain: ClassVar[type[Stream]]  # on the open twin only (see open_class)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -113,9 +119,11 @@ class Stream(Closeable):
         )
 
     @classmethod
-    def _new(cls, c_stream, kind, owner=None, ctx=None):
+    def _new(
+        cls, c_stream: Any, kind: int, owner: object = None, ctx: Context | None = None
+    ) -> Stream:
         # Never an instance of the open twin: that class means "owned and open".
-        self = object.__new__(cls.__dict__.get("_plain", cls))
+        self: Stream = object.__new__(cls.__dict__.get("_plain", cls))
         self._handle = c_stream
         self._h = as_int_handle(c_stream)
         self._kind = kind
@@ -135,7 +143,13 @@ class Stream(Closeable):
         return cls._new(ffi.cast("CUstream", 2), _BUILTIN)
 
     @classmethod
-    def _init(cls, obj=None, options=None, device_id=None, ctx=None):
+    def _init(
+        cls,
+        obj: IsStreamType | None = None,
+        options: StreamOptions | dict[str, Any] | None = None,
+        device_id: int | None = None,
+        ctx: Context | None = None,
+    ) -> Stream:
         """Create an owned stream in the current context, or wrap ``obj``."""
         if obj is not None:
             if options is not None:
@@ -148,7 +162,7 @@ class Stream(Closeable):
         return _create_stream(cls, options, ctx)
 
     @classmethod
-    def _wrap(cls, obj):
+    def _wrap(cls, obj: object) -> Stream:
         """Wrap a Stream or a ``__cuda_stream__`` object as a borrowed Stream keeping it alive."""
         if isinstance(obj, Stream):
             require_open(obj, obj._closed, "Stream")
@@ -337,9 +351,10 @@ class Stream(Closeable):
             raise ImportError(
                 "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
             )
-        return builder._init(stream=self, is_stream_owner=False)
+        # The class comes from a registration slot typed Any: its _init gives a GraphBuilder.
+        return builder._init(stream=self, is_stream_owner=False)  # type: ignore[no-any-return]
 
-    def _event_context(self):
+    def _event_context(self) -> Context | None:
         """Return the Context new events for this stream belong in (None: current).
 
         The default-stream handles (0 = NULL, 1 = legacy, 2 = per-thread) have
@@ -352,7 +367,7 @@ class Stream(Closeable):
             ctx = self._ctx = self._query_context()
         return ctx
 
-    def _query_context(self):
+    def _query_context(self) -> Context | None:
         out = ffi.new("CUcontext *")
         check(lib.cuStreamGetCtx(self._handle, out))
         return _context_of(out[0])
@@ -391,7 +406,7 @@ class Stream(Closeable):
             pass
         out = ffi.new("int *")
         check(lib.cuStreamGetPriority(self._handle, out))
-        value = out[0]
+        value: int = out[0]
         if self._h > _MAX_DEFAULT_HANDLE:  # default streams: never cached
             self._priority = value
         return value
@@ -423,7 +438,7 @@ class Stream(Closeable):
             require_open(self, True, "Stream")
         ctx = self._event_context()
         if ctx is None:
-            return _context_of(_current_ctx())
+            return _context_of(_current_ctx())  # type: ignore[return-value]  # None: no context
         return ctx
 
     @property
@@ -445,7 +460,7 @@ class _WaitArgumentError(TypeError, ValueError):
     """Stream.wait got something that is neither an event nor a stream."""
 
 
-def _as_stream(obj, what="stream"):
+def _as_stream(obj: object, what: str = "stream") -> Stream:
     """Return ``obj`` as a Stream.
 
     Accepts a :class:`Stream`, a :class:`~cuda_core.graph.GraphBuilder` (its
@@ -484,14 +499,16 @@ def _as_open_stream(obj: Any, what: str = "stream") -> Stream:
         obj = _as_stream(obj, what)
     if obj._closed:
         require_open(obj, True, "Stream")
-    return obj
+    return obj  # type: ignore[no-any-return]  # a Stream by now
 
 
 #: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
 _destroy_stream = destroy_or_warn(lib.cuStreamDestroy, "cuStreamDestroy (Stream finalizer)")
 
 
-def _create_stream(cls, options, ctx):
+def _create_stream(
+    cls: type[Stream], options: StreamOptions | dict[str, Any] | None, ctx: Context
+) -> Stream:
     """Create an owned stream of class ``cls`` in Context ``ctx`` (made current if needed)."""
     if options is None and cls is Stream:
         return _new_default_stream(ctx)
@@ -525,7 +542,7 @@ def _create_stream(cls, options, ctx):
     return self
 
 
-def _new_default_stream(ctx):
+def _new_default_stream(ctx: Context) -> Stream:
     """Create an owned stream with the default options in Context ``ctx``."""
     c_stream = _cc_stream_new(ctx._handle)
     if not c_stream:
@@ -552,7 +569,7 @@ _OpenStream = open_class(
 )
 
 
-def _wait_on_stream(c_waiter, c_other, c_ctx):
+def _wait_on_stream(c_waiter: Any, c_other: Any, c_ctx: Any) -> None:
     """Make ``c_waiter`` wait for the work queued on ``c_other`` so far.
 
     A temporary event is created in ``c_ctx`` (the other stream's context;
