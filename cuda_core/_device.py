@@ -48,11 +48,15 @@ if TYPE_CHECKING:
 __all__ = ["ComputeCapability", "Device"]
 
 _init_lock = threading.Lock()
-_initialized = []  # non-empty once cuInit succeeded in this process
-_device_count = []  # [count] once known
-_primary = {}  # ordinal -> retained primary CUcontext (process-wide)
-_properties = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
-_facts = {}  # (ordinal, what) -> cached value (name, uuid, compute capability)
+_initialized: list[bool] = []  # non-empty once cuInit succeeded in this process
+_device_count: list[int] = []  # [count] once known
+_primary: dict[int, Any] = {}  # ordinal -> retained primary CUcontext (process-wide)
+_properties: dict[
+    int, DeviceProperties
+] = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
+_facts: dict[
+    tuple[int, str], Any
+] = {}  # (ordinal, what) -> cached value (name, uuid, compute capability)
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device = lib.cc_current_device
@@ -104,15 +108,22 @@ class Device(TextureFactories):
         "__weakref__",
     )
 
-    def __new__(cls, device_id: int | None = None) -> Device:
+    _device_id: int
+    _memory_resource: MemoryResource | None
+    _has_inited: bool
+    _primary_ctx: Any  # CUcontext cdata, or None before set_current
+    _c_ctx: Any  # the handle of _context, or None
+    _context: Context  # None until set_current (_has_inited says)
+
+    def __new__(cls, device_id: Device | int | None = None) -> Device:
         # Fast paths: this thread's table exists and the answer is in it.  Any
         # miss or failure (no table, bad ordinal, no current context: -1) goes
         # to the checked slow path, which decides and raises.
         try:
             if device_id is None:
-                return _tls.devices[_cc_current_device()]
+                return _tls.devices[_cc_current_device()]  # type: ignore[no-any-return]
             if type(device_id) is int:
-                return _tls.devices[device_id]
+                return _tls.devices[device_id]  # type: ignore[no-any-return]
         except (AttributeError, KeyError):
             pass
         return _lookup_device(cls, device_id)
@@ -128,13 +139,13 @@ class Device(TextureFactories):
     def __hash__(self) -> int:
         return hash(self.uuid)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Device], tuple[int]]:
         return Device, (self._device_id,)
 
     def __repr__(self) -> str:
         return f"<Device {self._device_id} ({self.name})>"
 
-    def _check_initialized(self):
+    def _check_initialized(self) -> None:
         """Raise CUDAError unless :meth:`set_current` ran on this thread."""
         if not self._has_inited:
             raise CUDAError(
@@ -361,7 +372,8 @@ class Device(TextureFactories):
             raise ImportError(
                 "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
             )
-        return builder._init(stream=self.create_stream(), is_stream_owner=True)
+        # The class comes from a registration slot typed Any: its _init gives a GraphBuilder.
+        return builder._init(stream=self.create_stream(), is_stream_owner=True)  # type: ignore[no-any-return]
 
     def can_access_peer(self, peer: Device | int) -> bool:
         """Return whether this device can access memory on ``peer``.
@@ -396,7 +408,7 @@ class Device(TextureFactories):
     def name(self) -> str:
         """str: The device name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
         key = (self._device_id, "name")
-        value = _facts.get(key)
+        value: str | None = _facts.get(key)
         if value is None:
             buf = ffi.new("char[]", 256)
             check(lib.cuDeviceGetName(buf, 256, self._device_id))
@@ -407,7 +419,7 @@ class Device(TextureFactories):
     def uuid(self) -> str:
         """str: The device UUID as 8-4-4-4-12 hex digits (cached)."""
         key = (self._device_id, "uuid")
-        value = _facts.get(key)
+        value: str | None = _facts.get(key)
         if value is None:
             c_uuid = ffi.new("CUuuid *")
             check(lib.cuDeviceGetUuid(c_uuid, self._device_id))
@@ -420,7 +432,7 @@ class Device(TextureFactories):
         """str: The PCI bus id, ``"domain:bus:device.function"`` (e.g. ``"0000:1B:00.0"``)."""
         buf = ffi.new("char[]", 64)
         check(lib.cuDeviceGetPCIBusId(buf, 64, self._device_id))
-        return ffi.string(buf).decode()
+        return ffi.string(buf).decode()  # type: ignore[no-any-return]  # a str
 
     @property
     def resources(self) -> DeviceResources:
@@ -439,7 +451,7 @@ class Device(TextureFactories):
     def compute_capability(self) -> ComputeCapability:
         """ComputeCapability: ``(major, minor)`` as a named tuple."""
         key = (self._device_id, "cc")
-        value = _facts.get(key)
+        value: ComputeCapability | None = _facts.get(key)
         if value is None:
             props = self.properties
             value = _facts[key] = ComputeCapability(
@@ -500,7 +512,7 @@ _TENSOR_MAP_DEVICE.append(Device)
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _ensure_init():
+def _ensure_init() -> None:
     """Run ``cuInit`` once per process (raises LibraryNotFoundError without a driver)."""
     if _initialized:
         return
@@ -510,7 +522,7 @@ def _ensure_init():
             _initialized.append(True)
 
 
-def _count_devices():
+def _count_devices() -> int:
     """Return the number of CUDA devices (queried once)."""
     if _device_count:
         return _device_count[0]
@@ -522,13 +534,13 @@ def _count_devices():
     return _device_count[0]
 
 
-def _thread_devices(cls):
+def _thread_devices(cls: type[Device]) -> dict[int, Device]:
     """Return this thread's {ordinal: Device} table, creating it on first use."""
     try:
-        return _tls.devices
+        return _tls.devices  # type: ignore[no-any-return]  # set below
     except AttributeError:
         pass
-    devices = {}
+    devices: dict[int, Device] = {}
     for i in range(_count_devices()):
         dev = object.__new__(cls)
         dev._device_id = i
@@ -536,13 +548,13 @@ def _thread_devices(cls):
         dev._has_inited = False
         dev._primary_ctx = None
         dev._c_ctx = None
-        dev._context = None
+        dev._context = None  # type: ignore[assignment]  # until set_current
         devices[i] = dev
     _tls.devices = devices
     return devices
 
 
-def _lookup_device(cls, device_id):
+def _lookup_device(cls: type[Device], device_id: object) -> Device:
     """The slow path of ``Device(device_id)``: validation, cuInit, table creation."""
     if isinstance(device_id, Device):
         return device_id
@@ -572,7 +584,7 @@ def _lookup_device(cls, device_id):
         raise ValueError(f"device_id must be within [0, {len(devices)}), got {device_id}") from None
 
 
-def _retain_primary(device_id):
+def _retain_primary(device_id: int) -> Any:
     """Retain the primary context of ``device_id`` once per process; return it."""
     c_ctx = _primary.get(device_id)
     if c_ctx is not None:

@@ -23,7 +23,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check_allowing
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, NoReturn
+    from typing import Any, Callable
 
 __all__ = ["DeviceAttributeNotSupportedError", "DeviceProperties"]
 
@@ -435,7 +435,11 @@ class DeviceProperties:
     _device_id: int
     _cache: dict[int, object]
 
-    def __init__(self, *args: object, **kwargs: object) -> NoReturn:
+    if TYPE_CHECKING:
+        # One property per entry of _ATTRIBUTES, made below: bool or int.
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
         raise RuntimeError(
             "DeviceProperties cannot be instantiated directly. Please use Device APIs "
             "(Device.properties)."
