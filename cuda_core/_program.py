@@ -26,6 +26,9 @@ from cuda_core._errors import (
     shown_as,
     status_in,
 )
+
+# Linker, ObjectCode._init and ProgramCacheResource.get are not annotated yet: the
+# calls to them here carry ignore[no-untyped-call].
 from cuda_core._linker import Linker
 from cuda_core._loader import (
     driver_at_least,
@@ -40,15 +43,16 @@ from cuda_core._utils import Closeable, as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType, PCHStatusType
 
 if TYPE_CHECKING:
-    from typing import TextIO
+    from typing import Callable, Iterable, TextIO
 
+    from cuda_core._linker_options import LinkerOptions
     from cuda_core.utils import ProgramCacheResource
 
 __all__ = ["Program"]
 
 _SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
 
-_PTX_LOADABLE = []  # memo for _driver_ptx_state(): [state] once known
+_PTX_LOADABLE: list[bool | None] = []  # memo for _driver_ptx_state(): [state] once known
 
 
 class Program(Closeable):
@@ -84,6 +88,24 @@ class Program(Closeable):
     shared between threads.
     """
 
+    _options: ProgramOptions
+    _lock: threading.Lock
+    _closed: bool
+    _pch_status: PCHStatusType | None
+    _box: Any  # nvrtcProgram * / nvvmProgram * cdata, or None
+    _finalizer: weakref.finalize[..., Program] | None
+    _linker: Linker | None
+    _linker_used: bool
+    _keep: list[Any]
+    _libdevice_added: bool
+    _nvrtc_compiled: bool
+    _code_type: str
+    _source: str | bytes | bytearray
+    _backend: CompilerBackendType
+    _code_bytes: bytes
+    _ptx: ObjectCode
+    _linker_options: LinkerOptions
+
     def __init__(
         self,
         code: str | bytes | bytearray,
@@ -114,15 +136,15 @@ class Program(Closeable):
                 )
             ensure_loaded("nvrtc")
             self._backend = CompilerBackendType.NVRTC
-            self._code_bytes = code.encode()
+            self._code_bytes = code.encode()  # type: ignore[union-attr]  # a str (checked)
             self._new_nvrtc_program()
         elif code_type == "ptx":
             _expect_str(code)
             if options.extra_sources is not None:
                 raise ValueError("extra_sources is not supported by the PTX backend.")
-            self._ptx = ObjectCode._init(code.encode(), "ptx", name=options.name)
+            self._ptx = ObjectCode._init(code.encode(), "ptx", name=options.name)  # type: ignore[no-untyped-call,union-attr]
             self._linker_options = _translate_to_linker_options(options)
-            self._linker = Linker(self._ptx, options=self._linker_options)
+            self._linker = Linker(self._ptx, options=self._linker_options)  # type: ignore[no-untyped-call]
             self._backend = self._linker.backend
         elif code_type == "nvvm":
             if isinstance(code, str):
@@ -147,11 +169,16 @@ class Program(Closeable):
 
     # -- construction helpers ------------------------------------------------
 
-    def _new_nvrtc_program(self):
+    def _new_nvrtc_program(self) -> None:
         box = ffi.new("nvrtcProgram *")
         check_nvrtc(
             lib.nvrtcCreateProgram(
-                box, self._code_bytes, self._options.name.encode(), 0, ffi.NULL, ffi.NULL
+                box,
+                self._code_bytes,
+                self._options.name.encode(),  # type: ignore[union-attr]  # a str once options exist
+                0,
+                ffi.NULL,
+                ffi.NULL,
             )
         )
         self._box = box
@@ -159,7 +186,7 @@ class Program(Closeable):
             self, _destroy_quietly, lib.nvrtcDestroyProgram, "nvrtcDestroyProgram", box
         )
 
-    def _destroy_program(self):
+    def _destroy_program(self) -> None:
         """Destroy the NVRTC / NVVM program (explicit path: failures raise)."""
         finalizer, self._finalizer = self._finalizer, None
         if finalizer is None or finalizer.detach() is None:
@@ -169,7 +196,7 @@ class Program(Closeable):
         else:
             check_nvvm(lib.nvvmDestroyProgram(self._box))
 
-    def _new_nvvm_program(self, code_bytes):
+    def _new_nvvm_program(self, code_bytes: bytes) -> None:
         box = ffi.new("nvvmProgram *")
         check_nvvm(lib.nvvmCreateProgram(box))
         self._box = box
@@ -180,7 +207,7 @@ class Program(Closeable):
         for name, source in self._options._extra_sources_bytes() or ():
             self._add_nvvm_module(source, name.decode())
 
-    def _add_nvvm_module(self, data, name, *, lazy=False):
+    def _add_nvvm_module(self, data: bytes, name: str | None, *, lazy: bool = False) -> None:
         buf = ffi.new("char[]", data)
         c_name = ffi.new("char[]", name.encode()) if name is not None else ffi.NULL
         self._keep.extend((buf, c_name))  # libNVVM may reference them until destroyed
@@ -273,7 +300,7 @@ class Program(Closeable):
         if self._code_type == "nvvm" and isinstance(code, str):
             code = code.encode("utf-8")
         # The key builder validates the target first (its ValueError wins).
-        key = make_key(
+        key = make_key(  # type: ignore[misc]  # registered together with cache_type
             code=code,
             code_type=self._code_type,
             options=self._options,
@@ -282,16 +309,16 @@ class Program(Closeable):
         self._check_target(target_type)
         with self._lock:
             self._require_open()
-            data = cache.get(key)
+            data = cache.get(key)  # type: ignore[no-untyped-call]
             if data is not None:
                 if self._backend is CompilerBackendType.NVRTC and target_type == "ptx":
                     _warn_if_ptx_unloadable(stacklevel=3)
-                return ObjectCode._init(data, target_type, name=self._options.name)
+                return ObjectCode._init(data, target_type, name=self._options.name)  # type: ignore[no-untyped-call,no-any-return]
             result = self._compile(target_type, name_expressions, logs)
             cache[key] = result
             return result
 
-    def _check_target(self, target_type):
+    def _check_target(self, target_type: str) -> None:
         supported = _SUPPORTED_TARGETS[self._code_type]
         if target_type not in supported:
             raise ValueError(
@@ -299,11 +326,13 @@ class Program(Closeable):
                 f"(supported: {', '.join(repr(t) for t in supported)})"
             )
 
-    def _require_open(self):
+    def _require_open(self) -> None:
         if self._closed:
             raise RuntimeError("Program has been closed; it cannot compile after close()")
 
-    def _compile(self, target_type, name_expressions, logs):
+    def _compile(
+        self, target_type: str, name_expressions: tuple[str | bytes, ...], logs: TextIO | None
+    ) -> ObjectCode:
         if self._backend is CompilerBackendType.NVRTC:
             return self._compile_nvrtc(target_type, name_expressions, logs)
         if self._backend is CompilerBackendType.NVVM:
@@ -313,15 +342,19 @@ class Program(Closeable):
         if name_expressions:
             raise ValueError("name_expressions are only supported by the NVRTC backend")
         if self._linker_used:  # a linker links once; a second compile needs a new one
-            self._linker.close()
-            self._linker = Linker(self._ptx, options=self._linker_options)
+            self._linker.close()  # type: ignore[union-attr]
+            self._linker = Linker(self._ptx, options=self._linker_options)  # type: ignore[no-untyped-call]
         self._linker_used = True
-        return self._linker.link(target_type)
+        # Only the PTX backend gets here, and it always has a linker.
+        return self._linker.link(target_type)  # type: ignore[union-attr,no-any-return]
 
-    def _compile_nvrtc(self, target_type, name_expressions, logs):
+    def _compile_nvrtc(
+        self, target_type: str, name_expressions: tuple[str | bytes, ...], logs: TextIO | None
+    ) -> ObjectCode:
         options = self._options
         flags = options.as_bytes("nvrtc", target_type)
-        if target_type == "cubin" and options.arch.startswith("compute_"):
+        # arch is a str here: as_bytes() above raises without one.
+        if target_type == "cubin" and options.arch.startswith("compute_"):  # type: ignore[union-attr]
             raise ValueError(
                 f"ProgramOptions.arch={options.arch!r} is a virtual architecture, which "
                 "produces no cubin; use 'sm_<CC>' for cubin output"
@@ -361,9 +394,15 @@ class Program(Closeable):
             )
         return result
 
-    def _nvrtc_compile_once(self, flags, target_type, name_expressions, logs):
+    def _nvrtc_compile_once(
+        self,
+        flags: list[bytes],
+        target_type: str,
+        name_expressions: Iterable[str | bytes],
+        logs: TextIO | None,
+    ) -> ObjectCode:
         prog = self._box[0]
-        names = []
+        names: list[tuple[str | bytes, bytes]] = []
         for expr in name_expressions:
             if isinstance(expr, str):
                 c_expr = expr.encode()
@@ -389,7 +428,7 @@ class Program(Closeable):
         buf = ffi.new("char[]", size[0])
         check_nvrtc(get(prog, buf), prog)
         data = ffi.buffer(buf, size[0])[:]
-        mapping = {}
+        mapping: dict[str | bytes, bytes | None] = {}
         lowered = ffi.new("const char **")
         for expr, c_expr in names:
             check_nvrtc(lib.nvrtcGetLoweredName(prog, c_expr, lowered), prog)
@@ -398,9 +437,11 @@ class Program(Closeable):
             text = nvrtc_log(prog)
             if text:
                 logs.write(text)
-        return ObjectCode._init(data, target_type, name=self._options.name, symbol_mapping=mapping)
+        return ObjectCode._init(  # type: ignore[no-untyped-call,no-any-return]
+            data, target_type, name=self._options.name, symbol_mapping=mapping
+        )
 
-    def _compile_nvvm(self, target_type, logs):
+    def _compile_nvvm(self, target_type: str, logs: TextIO | None) -> ObjectCode:
         prog = self._box[0]
         flags = self._options.as_bytes("nvvm", target_type)
         c_flags = [ffi.new("char[]", f) for f in flags]
@@ -432,7 +473,7 @@ class Program(Closeable):
             )
             if text:
                 logs.write(text)
-        return ObjectCode._init(data, target_type, name=self._options.name)
+        return ObjectCode._init(data, target_type, name=self._options.name)  # type: ignore[no-untyped-call,no-any-return]
 
     def close(self) -> None:
         """Destroy the program (and its internal linker); idempotent."""
@@ -441,7 +482,7 @@ class Program(Closeable):
                 return
             self._closed = True
             if self._linker is not None:
-                self._linker.close()
+                self._linker.close()  # type: ignore[no-untyped-call]
             self._destroy_program()
             self._keep = []
 
@@ -498,7 +539,7 @@ class Program(Closeable):
         if self._closed:
             raise RuntimeError("Program has been closed; its handle is gone")
         if self._linker is not None:
-            return self._linker.handle
+            return self._linker.handle  # type: ignore[no-any-return]  # an int
         return as_int_handle(self._box[0])
 
 
@@ -507,15 +548,17 @@ class Program(Closeable):
 
 #: [(ProgramCacheResource, make_program_cache_key)], filled by
 #: ``cuda_core.utils`` when it is imported (it sits above this module).
-_CACHE_SUPPORT = []
+_CACHE_SUPPORT: list[tuple[type[ProgramCacheResource], Callable[..., object]]] = []
 
 
-def _register_cache_support(cache_type, make_key):
+def _register_cache_support(
+    cache_type: type[ProgramCacheResource], make_key: Callable[..., object]
+) -> None:
     """Let :meth:`Program.compile` use the program caches of ``cuda_core.utils``."""
     _CACHE_SUPPORT[:] = [(cache_type, make_key)]
 
 
-def _cache_support():
+def _cache_support() -> tuple[type[ProgramCacheResource] | None, Callable[..., object] | None]:
     """Return ``(ProgramCacheResource, make_program_cache_key)``, or ``(None, None)``.
 
     No cache object can exist before ``cuda_core.utils`` is imported, so an
@@ -524,12 +567,12 @@ def _cache_support():
     return _CACHE_SUPPORT[0] if _CACHE_SUPPORT else (None, None)
 
 
-def _expect_str(code):
+def _expect_str(code: object) -> None:
     if not isinstance(code, str):
         raise TypeError(f"Expected type str, but got {type(code).__name__}")
 
 
-def _warn_if_ptx_unloadable(stacklevel):
+def _warn_if_ptx_unloadable(stacklevel: int) -> None:
     if _driver_ptx_state() is False:
         warnings.warn(
             "The CUDA driver version is older than the backend version. The generated "
@@ -545,7 +588,7 @@ class _UnsupportedCodeTypeError(ValueError, RuntimeError):
     """Unknown ``code_type``: a ValueError, and a RuntimeError as in ``cuda.core``."""
 
 
-def _pch_status(prog):
+def _pch_status(prog: Any) -> tuple[PCHStatusType, str | None] | None:
     """Return ``(PCHStatusType, reason)``, or None when the PCH heap was exhausted.
 
     ``nvrtcGetPCHCreateStatus`` answers with a status code, so (like
@@ -569,20 +612,20 @@ def _pch_status(prog):
     return PCHStatusType.FAILED, f"{name}: {text}"
 
 
-def _driver_ptx_state():
+def _driver_ptx_state() -> bool | None:
     """Return True/False (driver can/cannot load NVRTC's PTX) or None (no driver)."""
     if _PTX_LOADABLE:
         return _PTX_LOADABLE[0]
     major, minor = nvrtc_version()
     try:
-        state = driver_at_least(major, minor)
+        state: bool | None = driver_at_least(major, minor)
     except CUDAError:  # includes LibraryNotFoundError: no driver
         state = None
     _PTX_LOADABLE.append(state)
     return state
 
 
-def _destroy_quietly(destroy, what, box):
+def _destroy_quietly(destroy: Callable[[Any], int], what: str, box: Any) -> None:
     """Finalizer: destroy an unclosed NVRTC/NVVM program, warning on failure."""
     status = destroy(box)
     if status:
