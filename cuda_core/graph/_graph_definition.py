@@ -19,6 +19,8 @@ hierarchy must be synchronized by the caller.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import Closeable, as_int_handle
@@ -72,7 +74,15 @@ class GraphDefinition(Closeable):
         "__weakref__",
     )
 
-    def __init__(self):
+    _graph: Any  # CUgraph cdata
+    _h: int
+    _box: GraphBox
+    _parent: GraphNode | None
+    _entry_node: GraphNode | None
+    _owner: bool
+    _closed: bool
+
+    def __init__(self) -> None:
         drain()
         check(lib.cuInit(0))
         out = ffi.new("CUgraph *")
@@ -81,13 +91,13 @@ class GraphDefinition(Closeable):
         self._owner = True
 
     @classmethod
-    def _view(cls, c_graph, box, parent=None):
+    def _view(cls, c_graph: Any, box: GraphBox, parent: GraphNode | None = None) -> GraphDefinition:
         """A definition viewing ``c_graph`` of hierarchy ``box`` (hosted by node ``parent``)."""
         self = object.__new__(cls)
         self._setup(c_graph, box, parent)
         return self
 
-    def _setup(self, c_graph, box, parent):
+    def _setup(self, c_graph: Any, box: GraphBox, parent: GraphNode | None) -> None:
         self._graph = c_graph
         self._h = as_int_handle(c_graph)
         self._box = box
@@ -96,19 +106,19 @@ class GraphDefinition(Closeable):
         self._owner = False
         self._closed = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "" if self._is_valid() else " (invalid)"
         return f"<GraphDefinition handle={self._h:#x}{state}>"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphDefinition):
             return NotImplemented
         return self._h == other._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((GraphDefinition, self._h))
 
-    def close(self):
+    def close(self) -> None:
         """Release this definition (idempotent).
 
         For a definition made by ``GraphDefinition()`` this destroys the
@@ -130,13 +140,13 @@ class GraphDefinition(Closeable):
     # ------------------------------------------------------------------
     # Validity.
     # ------------------------------------------------------------------
-    def _is_valid(self):
+    def _is_valid(self) -> bool:
         if self._closed or self._box.closed:
             return False
         parent = self._parent
         return parent is None or parent.is_valid
 
-    def _check_valid(self):
+    def _check_valid(self) -> None:
         if self._closed or self._box.closed:
             raise RuntimeError(
                 "the GraphDefinition is no longer valid (it, or the definition owning its "
@@ -148,18 +158,18 @@ class GraphDefinition(Closeable):
             # it: the driver is given no graph, as in cuda.core.
             check(lib.CUDA_ERROR_INVALID_VALUE)
 
-    def _update_source(self):
+    def _update_source(self) -> Any:
         """Return the ``CUgraph`` for :meth:`Graph.update`."""
         self._check_valid()
         return self._graph
 
     @property
-    def is_valid(self):
+    def is_valid(self) -> bool:
         """bool: Whether this definition (and the graph it views) can still be used."""
         return self._is_valid()
 
     @property
-    def _entry(self):
+    def _entry(self) -> GraphNode:
         """GraphNode: The virtual entry node (builders on it add nodes without dependencies)."""
         node = self._entry_node
         if node is None:
@@ -167,7 +177,7 @@ class GraphDefinition(Closeable):
         return node
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the underlying ``CUgraph``."""
         self._check_valid()
         return self._h
