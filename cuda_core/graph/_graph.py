@@ -505,7 +505,7 @@ _VIEWS = (
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _instantiate(c_graph, options):
+def _instantiate(c_graph: Any, options: GraphCompleteOptions | dict[str, Any] | None) -> Graph:
     """Instantiate ``c_graph`` as a :class:`Graph`.
 
     ``options``: GraphCompleteOptions, a dict (a cuda_core extension), or
