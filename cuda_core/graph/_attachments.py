@@ -49,6 +49,8 @@ import ctypes
 import itertools
 import threading
 import weakref
+from collections.abc import Iterable
+from typing import Any, Callable
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, warn_cuda
@@ -56,10 +58,11 @@ from cuda_core._event_share import _EventClaim
 from cuda_core._memory._release import _AllocationClaim
 from cuda_core._utils import as_int_handle
 
-__all__ = []
+__all__: list[str] = []
 
 # token -> attachment kept alive by a CUDA user object (see module docstring).
-_LIVE = {}
+# (an _Attachment, or a list of them for an executable graph)
+_LIVE: dict[int, Any] = {}
 _TOKENS = itertools.count(1)
 _RELEASE_FN = ffi.addressof(lib, "cc_user_object_release")
 _DRAIN_BATCH = 256
@@ -88,7 +91,14 @@ class GraphBox:
 
     __slots__ = ("root", "owned", "closed", "maps", "parents", "_finalizer", "__weakref__")
 
-    def __init__(self, c_root, owned):
+    root: Any  # CUgraph cdata
+    owned: bool
+    closed: bool
+    maps: dict[int, dict[int, tuple[Any, _Attachment]]]
+    parents: dict[int, tuple[int, int]]
+    _finalizer: weakref.finalize[[Any], GraphBox] | None
+
+    def __init__(self, c_root: Any, owned: bool) -> None:
         self.root = c_root
         self.owned = owned
         self.closed = False
@@ -98,13 +108,13 @@ class GraphBox:
         self.parents = {}
         self._finalizer = weakref.finalize(self, _destroy_graph, c_root) if owned else None
 
-    def adopt(self):
+    def adopt(self) -> None:
         """Take ownership of the root graph (after a capture ended)."""
         if not self.owned:
             self.owned = True
             self._finalizer = weakref.finalize(self, _destroy_graph, self.root)
 
-    def close(self):
+    def close(self) -> None:
         """Destroy an owned root graph now (idempotent).
 
         Raises
@@ -124,12 +134,12 @@ class GraphBox:
     # ------------------------------------------------------------------
     # Node attachments.
     # ------------------------------------------------------------------
-    def commit(self, c_graph, c_node, entry):
+    def commit(self, c_graph: Any, c_node: Any, entry: tuple[Any, _Attachment] | None) -> None:
         """Record ``entry`` (from :func:`prepare`) as the attachment of new node ``c_node``."""
         if entry is not None:
             self.maps.setdefault(as_int_handle(c_graph), {})[as_int_handle(c_node)] = entry
 
-    def current(self, c_graph, c_node):
+    def current(self, c_graph: Any, c_node: Any) -> tuple[object, ...]:
         """Return the owners of ``c_node``'s current attachment, claims renewed (or ``()``).
 
         For a parameter change that keeps some of what the node used: the
@@ -140,7 +150,7 @@ class GraphBox:
             return ()
         return tuple(o.clone() if isinstance(o, _CLAIMS) else o for o in entry[1].owners)
 
-    def replace(self, c_graph, c_node, entry):
+    def replace(self, c_graph: Any, c_node: Any, entry: tuple[Any, _Attachment] | None) -> None:
         """Make ``entry`` (or None) the attachment of ``c_node``; release the previous one."""
         nodes = self.maps.setdefault(as_int_handle(c_graph), {})
         key = as_int_handle(c_node)
@@ -150,7 +160,7 @@ class GraphBox:
         if old is not None:
             release(c_graph, old)
 
-    def detach(self, c_graph, c_node):
+    def detach(self, c_graph: Any, c_node: Any) -> None:
         """Forget destroyed node ``c_node``: release its attachment and its child graphs' maps."""
         graph_h = as_int_handle(c_graph)
         node_h = as_int_handle(c_node)
@@ -159,7 +169,7 @@ class GraphBox:
         if old is not None:
             release(c_graph, old)
 
-    def forget_children(self, graph_h, node_h):
+    def forget_children(self, graph_h: int, node_h: int) -> None:
         """Drop the maps of the graphs inside node ``node_h`` (CUDA destroyed them).
 
         CUDA releases those graphs' references itself.
@@ -174,11 +184,11 @@ class GraphBox:
                 self.maps.pop(child, None)
                 owners.extend(p for p in self.parents.values() if p[0] == child)
 
-    def add_child(self, c_parent, c_node, c_child):
+    def add_child(self, c_parent: Any, c_node: Any, c_child: Any) -> None:
         """Record that graph ``c_child`` belongs to node ``c_node`` of ``c_parent``."""
         self.parents[as_int_handle(c_child)] = (as_int_handle(c_parent), as_int_handle(c_node))
 
-    def copy_maps(self, c_clone, source, c_source):
+    def copy_maps(self, c_clone: Any, source: GraphBox, c_source: Any) -> None:
         """Map the attachments of ``c_source`` (of hierarchy ``source``) onto its clone ``c_clone``.
 
         CUDA copied the references when it cloned the graph (``embed``);
@@ -202,13 +212,13 @@ class GraphBox:
                 pending.append((out[0], ffi.cast("CUgraph", child_h)))
 
 
-def _find_in_clone(node_h, c_clone):
+def _find_in_clone(node_h: int, c_clone: Any) -> Any:
     out = ffi.new("CUgraphNode *")
     check(lib.cuGraphNodeFindInClone(out, ffi.cast("CUgraphNode", node_h), c_clone))
     return out[0]
 
 
-def _destroy_graph(c_graph):
+def _destroy_graph(c_graph: Any) -> None:
     """Finalizer of an owned root graph (never raises; failures warn)."""
     warn_cuda("cuGraphDestroy (graph finalizer)", lib.cuGraphDestroy(c_graph))
 
@@ -221,16 +231,18 @@ class _Attachment:
 
     __slots__ = ("owners",)
 
-    def __init__(self, owners):
+    owners: tuple[object, ...]
+
+    def __init__(self, owners: tuple[object, ...]) -> None:
         self.owners = owners
 
-    def release(self):
+    def release(self) -> None:
         for owner in self.owners:
             if isinstance(owner, _CLAIMS):
                 owner.drop()
 
 
-def drain():
+def drain() -> None:
     """Release the attachments whose user objects CUDA has released."""
     if not lib.cc_released_pending():
         return
@@ -251,13 +263,13 @@ def drain():
                     att.release()
 
 
-def live_count():
+def live_count() -> int:
     """Return the number of objects currently kept alive by user objects (tests)."""
     drain()
     return len(_LIVE)
 
 
-def _new_user_object(obj):
+def _new_user_object(obj: object) -> Any:
     """Create a user object (one reference, ours) keeping ``obj`` alive."""
     token = next(_TOKENS)
     _LIVE[token] = obj
@@ -275,7 +287,7 @@ def _new_user_object(obj):
     return out[0]
 
 
-def prepare(c_graph, owners):
+def prepare(c_graph: Any, owners: Iterable[object]) -> tuple[Any, _Attachment] | None:
     """Attach ``owners`` to ``c_graph`` before adding (or changing) the node that uses them.
 
     Returns the entry ``(CUuserObject, _Attachment)`` (to
@@ -289,21 +301,21 @@ def prepare(c_graph, owners):
     return retain_temporarily(c_graph, att), att
 
 
-def release(c_graph, entry):
+def release(c_graph: Any, entry: tuple[Any, _Attachment]) -> None:
     """Drop ``c_graph``'s reference to an entry from :func:`prepare` (and drain)."""
     status = lib.cuGraphReleaseUserObject(c_graph, entry[0], 1)
     drain()
     check(status, "cuGraphReleaseUserObject")
 
 
-def release_temporary(c_graph, uo):
+def release_temporary(c_graph: Any, uo: Any) -> None:
     """Drop the reference :func:`retain_temporarily` put on ``c_graph``."""
     status = lib.cuGraphReleaseUserObject(c_graph, uo, 1)
     drain()
     check(status, "cuGraphReleaseUserObject")
 
 
-def retain_temporarily(c_graph, obj):
+def retain_temporarily(c_graph: Any, obj: object) -> Any:
     """Retain a new user object for ``obj`` on ``c_graph``; return it.
 
     Also used around instantiation and whole-graph update: the executable
@@ -322,8 +334,8 @@ def retain_temporarily(c_graph, obj):
 # --------------------------------------------------------------------------
 # Host callbacks.
 # --------------------------------------------------------------------------
-@ffi.def_extern()
-def cc_host_callback(user_data):
+@ffi.def_extern()  # type: ignore[untyped-decorator]  # ffi is typed Any
+def cc_host_callback(user_data: Any) -> None:
     """Run the Python callable behind ``user_data`` (a ``ffi.new_handle``).
 
     Called by the driver on its callback thread.  An exception is not caught
@@ -348,14 +360,25 @@ class HostCallback:
 
     __slots__ = ("c_fn", "c_data", "owners", "callable")
 
-    def __init__(self, c_fn, c_data, owners, fn):
+    c_fn: Any
+    c_data: Any
+    owners: tuple[object, ...]
+    callable: Callable[[], object] | None
+
+    def __init__(
+        self,
+        c_fn: Any,
+        c_data: Any,
+        owners: tuple[object, ...],
+        fn: Callable[[], object] | None,
+    ) -> None:
         self.c_fn = c_fn
         self.c_data = c_data
         self.owners = owners
         self.callable = fn
 
 
-def resolve_host_callback(fn, user_data):
+def resolve_host_callback(fn: object, user_data: object) -> HostCallback:
     """Turn ``fn`` (and ``user_data``) into a :class:`HostCallback`.
 
     ``fn`` is a Python callable taking no arguments (``user_data`` must be
@@ -374,13 +397,13 @@ def resolve_host_callback(fn, user_data):
         If ``user_data`` is given with a Python callable, or an int
         ``user_data`` is not a valid address.
     """
-    if isinstance(fn, ctypes._CFuncPtr):
+    if isinstance(fn, ctypes._CFuncPtr):  # type: ignore[attr-defined]  # private base class
         _check_ctypes_prototype(fn)
         address = ctypes.cast(fn, ctypes.c_void_p).value
         if not address:
             raise ValueError("the ctypes function pointer is NULL")
         c_fn = ffi.cast("CUhostFn", address)
-        owners = (fn,)
+        owners: tuple[object, ...] = (fn,)
         if user_data is None:
             c_data = ffi.NULL
         elif isinstance(user_data, int) and not isinstance(user_data, bool):
@@ -389,7 +412,7 @@ def resolve_host_callback(fn, user_data):
             c_data = ffi.cast("void *", user_data)
         else:
             try:
-                raw = memoryview(user_data).tobytes()
+                raw = memoryview(user_data).tobytes()  # type: ignore[arg-type]  # checked here
             except TypeError:
                 raise TypeError(
                     "user_data must be an int (an address), a bytes-like object or None, "
@@ -410,7 +433,7 @@ def resolve_host_callback(fn, user_data):
     return HostCallback(lib.cc_host_callback, handle, (fn, handle), fn)
 
 
-def _check_ctypes_prototype(fn):
+def _check_ctypes_prototype(fn: object) -> None:
     """Raise TypeError unless ``fn`` is declared ``void (*)(void *)``."""
     restype = getattr(fn, "restype", None)
     argtypes = tuple(getattr(fn, "argtypes", None) or ())

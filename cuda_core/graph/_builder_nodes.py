@@ -14,6 +14,9 @@ callback the graph keeps alive.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core.graph._attachments import drain, prepare, release, resolve_host_callback
@@ -27,7 +30,12 @@ from cuda_core.graph._graph_condition import (
     _switch_count,
 )
 
-__all__ = []
+if TYPE_CHECKING:
+    from cuda_core._stream import Stream
+    from cuda_core.graph._attachments import GraphBox
+    from cuda_core.graph._graph_builder import GraphBuilder
+
+__all__: list[str] = []
 
 
 class _BuilderNodes:
@@ -39,7 +47,31 @@ class _BuilderNodes:
 
     __slots__ = ()
 
-    def create_condition(self, default_value=None):
+    # The slots and methods of GraphBuilder used here.
+    _stream: Stream
+    _closed: bool
+    _state: int
+    _kind: int
+    _box: GraphBox  # None before capture begins and once closed
+    _graph: Any  # CUgraph cdata
+
+    if TYPE_CHECKING:
+
+        def _require_open(self) -> None: ...
+
+        @classmethod
+        def _new(
+            cls,
+            stream: Stream,
+            owns: bool,
+            kind: int,
+            state: int,
+            box: GraphBox | None,
+            c_graph: Any,
+            origin: GraphBuilder | None,
+        ) -> GraphBuilder: ...
+
+    def create_condition(self, default_value: int | bool | None = None) -> GraphCondition:
         """Create a condition variable for conditional nodes in the graph being built.
 
         Parameters
@@ -68,7 +100,7 @@ class _BuilderNodes:
         value, flags = _condition_args(default_value)
         return _create_condition(c_graph, self._ctx(), value, flags)
 
-    def if_then(self, condition):
+    def if_then(self, condition: GraphCondition) -> GraphBuilder:
         """Add an ``if`` node; return the builder of its body.
 
         The body runs when ``condition`` is non-zero at run time.  It starts
@@ -97,7 +129,7 @@ class _BuilderNodes:
             condition, lib.CU_GRAPH_COND_TYPE_IF, 1, (12, 3), "conditional if"
         )[0]
 
-    def if_else(self, condition):
+    def if_else(self, condition: GraphCondition) -> tuple[GraphBuilder, ...]:
         """Add an ``if``/``else`` node; return the builders of both bodies.
 
         Parameters
@@ -121,7 +153,7 @@ class _BuilderNodes:
             condition, lib.CU_GRAPH_COND_TYPE_IF, 2, (12, 8), "conditional if-else"
         )
 
-    def switch(self, condition, count):
+    def switch(self, condition: GraphCondition, count: int) -> tuple[GraphBuilder, ...]:
         """Add a ``switch`` node with ``count`` cases; return the builders of the cases.
 
         At run time the case whose index equals ``condition`` runs; none runs
@@ -151,7 +183,7 @@ class _BuilderNodes:
             condition, lib.CU_GRAPH_COND_TYPE_SWITCH, count, (12, 8), "conditional switch"
         )
 
-    def while_loop(self, condition):
+    def while_loop(self, condition: GraphCondition) -> GraphBuilder:
         """Add a ``while`` node; return the builder of its body.
 
         The body runs repeatedly while ``condition`` is non-zero (checked
@@ -180,7 +212,7 @@ class _BuilderNodes:
             condition, lib.CU_GRAPH_COND_TYPE_WHILE, 1, (12, 3), "conditional while loop"
         )[0]
 
-    def embed(self, child):
+    def embed(self, child: GraphBuilder) -> None:
         """Add a finished builder's graph as a child graph node (a copy of it).
 
         Parameters
@@ -220,7 +252,7 @@ class _BuilderNodes:
             )
         )
 
-    def callback(self, fn, *, user_data=None):
+    def callback(self, fn: Callable[..., Any], *, user_data: int | bytes | None = None) -> None:
         """Capture a host callback: ``fn`` runs on the CPU when the graph reaches this point.
 
         ``fn`` is either a Python callable taking no arguments (it runs with
@@ -264,7 +296,7 @@ class _BuilderNodes:
         entry = prepare(c_graph, cb.owners)
         status = lib.cuLaunchHostFunc(c_stream, cb.c_fn, cb.c_data)
         if status:
-            release(c_graph, entry)
+            release(c_graph, entry)  # type: ignore[arg-type]  # fn is always an owner
             check(status)
         c_node = _captured_host_node(c_stream)
         if c_node is not None:
@@ -275,13 +307,20 @@ class _BuilderNodes:
     # ------------------------------------------------------------------
     # Private helpers.
     # ------------------------------------------------------------------
-    def _ctx(self):
+    def _ctx(self) -> Any:
         ctx = self._stream.context
         if ctx is None:
             raise RuntimeError("no CUDA context is current; call Device.set_current() first")
         return ctx._handle
 
-    def _conditional(self, condition, c_type, size, min_driver, what):
+    def _conditional(
+        self,
+        condition: object,
+        c_type: int,
+        size: int,
+        min_driver: tuple[int, int],
+        what: str,
+    ) -> tuple[GraphBuilder, ...]:
         """Add a conditional node to the capture; return builders of its bodies."""
         self._require_open()
         _require_driver(min_driver, what)
@@ -306,7 +345,7 @@ class _BuilderNodes:
         for body in bodies:
             self._box.add_child(c_graph, out[0], body)
         device = self._stream.device
-        builders = []
+        builders: list[GraphBuilder] = []
         for body in bodies:
             stream = device.create_stream()
             builders.append(
@@ -315,7 +354,7 @@ class _BuilderNodes:
         return tuple(builders)
 
 
-def _captured_host_node(c_stream):
+def _captured_host_node(c_stream: Any) -> Any:
     """Return the host node ``cuLaunchHostFunc`` just added to a capture, or None."""
     status, _, deps, n = _capture_info(c_stream)
     if status != _ACTIVE or n != 1:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import threading
 import warnings
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 
-__all__ = []
+if TYPE_CHECKING:
+    from cuda_core._stream import Stream
+
+__all__: list[str] = []
 
 # Kinds of builders and their capture states.
 _PRIMARY, _FORKED, _BODY = 0, 1, 2
@@ -31,9 +35,10 @@ _INVALIDATED = lib.CU_STREAM_CAPTURE_STATUS_INVALIDATED
 _tls = threading.local()
 
 
-def _capture_outs():
+def _capture_outs() -> tuple[Any, Any, Any, Any]:
     try:
-        return _tls.capture
+        cached: tuple[Any, Any, Any, Any] = _tls.capture
+        return cached
     except AttributeError:
         outs = _tls.capture = (
             ffi.new("CUstreamCaptureStatus *"),
@@ -44,7 +49,7 @@ def _capture_outs():
         return outs
 
 
-def _capture_info(c_stream):
+def _capture_info(c_stream: Any) -> tuple[int, Any, Any, int]:
     """Return ``(status, CUgraph, dependencies pointer, count)`` of a stream's capture.
 
     The dependencies pointer is valid until the next API call on the stream.
@@ -54,10 +59,11 @@ def _capture_info(c_stream):
     return st[0], graph[0], deps[0], n[0]
 
 
-def _capture_status(c_stream):
+def _capture_status(c_stream: Any) -> int:
     st = _capture_outs()[0]
     check(lib.cuStreamIsCapturing(c_stream, st))
-    return st[0]
+    status: int = st[0]
+    return status
 
 
 class _Cell:
@@ -65,7 +71,7 @@ class _Cell:
 
     __slots__ = ("stream", "owns", "kind", "box", "capturing")
 
-    def __init__(self, stream, owns, kind, box, capturing):
+    def __init__(self, stream: Stream, owns: bool, kind: int, box: Any, capturing: bool) -> None:
         self.stream = stream
         self.owns = owns
         self.kind = kind
@@ -73,7 +79,7 @@ class _Cell:
         self.capturing = capturing
 
 
-def _finalize_builder(cell):
+def _finalize_builder(cell: _Cell) -> None:
     """Finalizer: end a capture left running by a builder that was never closed.
 
     In a child created by ``fork()`` the capture and the stream belong to the

@@ -7,11 +7,16 @@ embeds a copy of another :class:`~cuda_core.graph.GraphDefinition`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_builders import _CLASSES, _register, _require_definition
+
+if TYPE_CHECKING:
+    from cuda_core.graph._graph_definition import GraphDefinition
 
 __all__ = ["ChildGraphNode"]
 
@@ -22,8 +27,9 @@ class ChildGraphNode(GraphNode):
 
     __slots__ = ("_child",)
     _extra = ("_child",)
+    _child: GraphDefinition
 
-    def _load(self):
+    def _load(self) -> None:
         out = ffi.new("CUgraph *")
         check(lib.cuGraphChildGraphNodeGetGraph(self._node, out))
         gdef = self._gdef
@@ -33,11 +39,11 @@ class ChildGraphNode(GraphNode):
         self._child = _CLASSES["GraphDefinition"]._view(out[0], box, self)
 
     @property
-    def child_graph(self):
+    def child_graph(self) -> GraphDefinition:
         """GraphDefinition: A view of the embedded graph (owned by this node)."""
         return self._child
 
-    def update(self, child):
+    def update(self, child: GraphDefinition) -> None:
         """Replace the embedded graph by a copy of ``child`` (same topology needed).
 
         Affects future instantiations only.  A cuda_core extension.
@@ -57,6 +63,6 @@ class ChildGraphNode(GraphNode):
         # ``child`` with its references.
         box = self._gdef._box
         box.forget_children(as_int_handle(self._gdef._graph), self._h)
-        self._child = None
+        self._child = None  # type: ignore[assignment]  # until _load() below
         self._load()
         box.copy_maps(self._child._graph, gdef._box, gdef._graph)

@@ -12,9 +12,16 @@ views of its body graphs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cuda_core._cuda_ffi import lib
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_builders import _register
+
+if TYPE_CHECKING:
+    from cuda_core.graph._graph_condition import GraphCondition
+    from cuda_core.graph._graph_definition import GraphDefinition
+    from cuda_core.graph._types import GraphConditionalType
 
 __all__ = ["ConditionalNode", "IfElseNode", "IfNode", "SwitchNode", "WhileNode"]
 
@@ -31,19 +38,23 @@ class ConditionalNode(GraphNode):
 
     __slots__ = ("_condition", "_cond_type", "_branches")
     _extra = ("_condition", "_cond_type", "_branches")
+    _condition: GraphCondition | None
+    _cond_type: GraphConditionalType | None
+    # None on a node not made through cuda_core (no branches then)
+    _branches: tuple[GraphDefinition, ...]
 
     @property
-    def condition(self):
+    def condition(self) -> GraphCondition | None:
         """GraphCondition or None: The condition controlling the node."""
         return self._condition
 
     @property
-    def cond_type(self):
+    def cond_type(self) -> GraphConditionalType | None:
         """GraphConditionalType or None: ``"if"``, ``"while"`` or ``"switch"``."""
         return self._cond_type
 
     @property
-    def branches(self):
+    def branches(self) -> tuple[GraphDefinition, ...]:
         """tuple of GraphDefinition: The body graphs (views owned by this node)."""
         return self._branches or ()
 
@@ -55,7 +66,7 @@ class IfNode(ConditionalNode):
     __slots__ = ()
 
     @property
-    def then(self):
+    def then(self) -> GraphDefinition:
         """GraphDefinition: The body run when the condition is non-zero."""
         return self._branches[0]
 
@@ -67,12 +78,12 @@ class IfElseNode(ConditionalNode):
     __slots__ = ()
 
     @property
-    def then(self):
+    def then(self) -> GraphDefinition:
         """GraphDefinition: The body run when the condition is non-zero."""
         return self._branches[0]
 
     @property
-    def else_(self):
+    def else_(self) -> GraphDefinition:
         """GraphDefinition: The body run when the condition is zero."""
         return self._branches[1]
 
@@ -84,7 +95,7 @@ class WhileNode(ConditionalNode):
     __slots__ = ()
 
     @property
-    def body(self):
+    def body(self) -> GraphDefinition:
         """GraphDefinition: The loop body."""
         return self._branches[0]
 

@@ -7,10 +7,15 @@ Added by :meth:`GraphNode.record <cuda_core.graph.GraphNode.record>` and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cuda_core._cuda_ffi import lib
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _require_event
+
+if TYPE_CHECKING:
+    from cuda_core._event import Event
 
 __all__ = ["EventRecordNode", "EventWaitNode"]
 
@@ -20,9 +25,10 @@ class _EventNode(GraphNode):
 
     __slots__ = ("_event",)
     _extra = ("_event",)
+    _event: Event | None
 
     @property
-    def event(self):
+    def event(self) -> Event | None:
         """Event or None: The event (None when the node was not made through cuda_core).
 
         The node keeps the ``CUevent`` alive, not this object's claim on it:
@@ -37,7 +43,7 @@ class EventRecordNode(_EventNode):
 
     __slots__ = ()
 
-    def update(self, event):
+    def update(self, event: Event) -> None:
         """Record ``event`` instead (future instantiations only; a cuda_core extension)."""
         self._check_valid()
         claim = _require_event(event)
@@ -52,7 +58,7 @@ class EventWaitNode(_EventNode):
 
     __slots__ = ()
 
-    def update(self, event):
+    def update(self, event: Event) -> None:
         """Wait for ``event`` instead (future instantiations only; a cuda_core extension)."""
         self._check_valid()
         claim = _require_event(event)

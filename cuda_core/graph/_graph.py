@@ -14,7 +14,8 @@ and disabling it) without re-instantiating.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
@@ -44,9 +45,15 @@ from cuda_core.graph._node_params import (
 )
 
 if TYPE_CHECKING:
+    from cuda_core._event import Event
+    from cuda_core._kernel import Kernel
+    from cuda_core._launch_config import LaunchConfig
+    from cuda_core._memory._buffer import Buffer
     from cuda_core._stream import Stream
     from cuda_core.graph._graph_builder import GraphBuilder
     from cuda_core.graph._graph_definition import GraphDefinition
+
+    _V = TypeVar("_V", bound="ExecutableGraphNode")
 
 __all__ = [
     "ExecutableChildGraphNode",
@@ -129,6 +136,12 @@ class Graph(Closeable):
 
     __slots__ = ("_exec", "_h", "_acc", "_closed", "_finalizer", "__weakref__")
 
+    _exec: Any  # CUgraphExec cdata
+    _h: int
+    _acc: list[_Attachment]  # None once closed
+    _closed: bool
+    _finalizer: weakref.finalize[[Any], Graph]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "directly constructing a Graph instance is not supported; use "
@@ -136,7 +149,7 @@ class Graph(Closeable):
         )
 
     @classmethod
-    def _from_exec(cls, c_exec, acc):
+    def _from_exec(cls, c_exec: Any, acc: list[_Attachment]) -> Graph:
         self = object.__new__(cls)
         self._exec = c_exec
         self._h = as_int_handle(c_exec)
@@ -145,7 +158,7 @@ class Graph(Closeable):
         self._finalizer = weakref.finalize(self, _destroy_exec, c_exec)
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._closed:
             return "<Graph (closed)>"
         return f"<Graph handle={self._h:#x}>"
@@ -158,7 +171,7 @@ class Graph(Closeable):
     def __hash__(self) -> int:
         return hash((Graph, self._h))
 
-    def __getitem__(self, node):
+    def __getitem__(self, node: GraphNode) -> ExecutableGraphNode:
         """Return a view of ``node`` in this executable graph.
 
         Parameters
@@ -205,7 +218,7 @@ class Graph(Closeable):
         if self._closed:
             return
         self._closed = True
-        self._acc = None
+        self._acc = None  # type: ignore[assignment]  # closed
         if self._finalizer.detach() is not None:
             status = lib.cuGraphExecDestroy(self._exec)
             drain()
@@ -273,7 +286,7 @@ class Graph(Closeable):
         # Graphs): each checks itself and hands over its graph through
         # ``_update_source``.
         try:
-            update_source = type(source)._update_source
+            update_source: Callable[[Any], Any] = type(source)._update_source
         except AttributeError:
             raise TypeError(
                 f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}"
@@ -288,11 +301,11 @@ class Graph(Closeable):
         if status:
             raise _update_error(status, info.result)
 
-    def _require_open(self):
+    def _require_open(self) -> None:
         if self._closed:
             raise RuntimeError("Graph is closed; it cannot be used after close()")
 
-    def _keep(self, owners):
+    def _keep(self, owners: Iterable[object]) -> None:
         """Keep ``owners`` alive as long as this executable graph (node-view updates)."""
         self._acc.append(_Attachment(tuple(owners)))
 
@@ -322,17 +335,20 @@ class ExecutableGraphNode:
 
     __slots__ = ("_graph", "_gnode")
 
+    _graph: Graph
+    _gnode: GraphNode
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("executable node views are obtained with graph[node]")
 
     @classmethod
-    def _init(cls, graph, node):
+    def _init(cls: type[_V], graph: Graph, node: GraphNode) -> _V:
         self = object.__new__(cls)
         self._graph = graph
         self._gnode = node
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._gnode!r} in {self._graph!r}>"
 
     def __eq__(self, other: object) -> bool:
@@ -343,19 +359,19 @@ class ExecutableGraphNode:
     def __hash__(self) -> int:
         return hash((self._graph, self._gnode))
 
-    def _target(self):
+    def _target(self) -> tuple[Any, Any]:
         """Return ``(CUgraphExec, CUgraphNode)`` after checking both are usable."""
         self._graph._require_open()
         self._gnode._check_valid()
         return self._graph._exec, self._gnode._node
 
     @property
-    def node(self):
+    def node(self) -> GraphNode:
         """GraphNode: The definition node this view refers to."""
         return self._gnode
 
     @property
-    def graph(self):
+    def graph(self) -> Graph:
         """Graph: The executable graph."""
         return self._graph
 
@@ -364,19 +380,19 @@ class _Switchable(ExecutableGraphNode):
     __slots__ = ()
 
     @property
-    def is_enabled(self):
+    def is_enabled(self) -> bool:
         """bool: Whether the node runs in launches of this graph."""
         c_exec, c_node = self._target()
         out = ffi.new("unsigned int *")
         check(lib.cuGraphNodeGetEnabled(c_exec, c_node, out))
         return bool(out[0])
 
-    def enable(self):
+    def enable(self) -> None:
         """Make the node run again in later launches."""
         c_exec, c_node = self._target()
         check(lib.cuGraphNodeSetEnabled(c_exec, c_node, 1))
 
-    def disable(self):
+    def disable(self) -> None:
         """Skip the node (as if it were empty) in later launches."""
         c_exec, c_node = self._target()
         check(lib.cuGraphNodeSetEnabled(c_exec, c_node, 0))
@@ -387,7 +403,9 @@ class ExecutableKernelNode(_Switchable):
 
     __slots__ = ()
 
-    def update(self, *, config, kernel, args):
+    def update(
+        self, *, config: LaunchConfig | dict[str, Any], kernel: Kernel, args: Iterable[Any]
+    ) -> None:
         """Replace the node's launch completely: configuration, kernel and arguments.
 
         Parameters
@@ -410,7 +428,15 @@ class ExecutableMemcpyNode(_Switchable):
 
     __slots__ = ()
 
-    def update(self, *, dst, src, size, dst_owner=None, src_owner=None):
+    def update(
+        self,
+        *,
+        dst: Buffer | int,
+        src: Buffer | int,
+        size: int,
+        dst_owner: object = None,
+        src_owner: object = None,
+    ) -> None:
         """Replace the copy completely (see :meth:`cuda_core.graph.GraphNode.memcpy`)."""
         c_exec, c_node = self._target()
         params, owners = _memcpy_params(dst, src, size, dst_owner, src_owner)
@@ -423,7 +449,16 @@ class ExecutableMemsetNode(_Switchable):
 
     __slots__ = ()
 
-    def update(self, *, dst, value, width, height=1, pitch=0, dst_owner=None):
+    def update(
+        self,
+        *,
+        dst: Buffer | int,
+        value: Any,
+        width: int,
+        height: int = 1,
+        pitch: int = 0,
+        dst_owner: object = None,
+    ) -> None:
         """Replace the fill completely (see :meth:`cuda_core.graph.GraphNode.memset`)."""
         c_exec, c_node = self._target()
         params, owners = _memset_params(dst, value, width, height, pitch, dst_owner)
@@ -436,7 +471,7 @@ class ExecutableHostCallbackNode(ExecutableGraphNode):
 
     __slots__ = ()
 
-    def update(self, fn, *, user_data=None):
+    def update(self, fn: Callable[..., Any], *, user_data: int | bytes | None = None) -> None:
         """Run ``fn`` instead (see :meth:`cuda_core.graph.GraphNode.callback`)."""
         c_exec, c_node = self._target()
         cb = resolve_host_callback(fn, user_data)
@@ -452,7 +487,7 @@ class ExecutableChildGraphNode(ExecutableGraphNode):
 
     __slots__ = ()
 
-    def update(self, child):
+    def update(self, child: GraphDefinition) -> None:
         """Run a copy of ``child`` instead (it must have the same topology).
 
         Parameters
@@ -470,7 +505,7 @@ class ExecutableEventRecordNode(ExecutableGraphNode):
 
     __slots__ = ()
 
-    def update(self, event):
+    def update(self, event: Event) -> None:
         """Record ``event`` instead."""
         c_exec, c_node = self._target()
         claim = _require_event(event)
@@ -483,7 +518,7 @@ class ExecutableEventWaitNode(ExecutableGraphNode):
 
     __slots__ = ()
 
-    def update(self, event):
+    def update(self, event: Event) -> None:
         """Wait for ``event`` instead."""
         c_exec, c_node = self._target()
         claim = _require_event(event)
@@ -505,7 +540,7 @@ _VIEWS = (
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _instantiate(c_graph, options):
+def _instantiate(c_graph: Any, options: GraphCompleteOptions | dict[str, Any] | None) -> Graph:
     """Instantiate ``c_graph`` as a :class:`Graph`.
 
     ``options``: GraphCompleteOptions, a dict (a cuda_core extension), or
@@ -518,7 +553,7 @@ def _instantiate(c_graph, options):
     params = ffi.new("CUDA_GRAPH_INSTANTIATE_PARAMS *")
     keep = options._to_params(params) if options else None
     # The executable's own attachments (node-view updates; append-only).
-    acc = []
+    acc: list[_Attachment] = []
     uo = _retain(c_graph, acc)
     out = ffi.new("CUgraphExec *")
     status = lib.cuGraphInstantiateWithParams(out, c_graph, params)
@@ -537,7 +572,7 @@ def _instantiate(c_graph, options):
     return Graph._from_exec(out[0], acc)
 
 
-def _instantiate_error(status, result):
+def _instantiate_error(status: int, result: int) -> Exception:
     """The exception for a failed instantiation, as cuda.core raises it.
 
     A failing status is an ordinary CUDAError; success with a result other
@@ -552,7 +587,7 @@ def _instantiate_error(status, result):
     return RuntimeError(message)
 
 
-def _update_error(status, result):
+def _update_error(status: int, result: int) -> CUDAError:
     """The exception for a refused ``cuGraphExecUpdate``, as cuda.core words it."""
     err = driver_error(status)
     name = ffi.typeof("CUgraphExecUpdateResult").elements.get(result, f"result {result}")
@@ -560,10 +595,10 @@ def _update_error(status, result):
         return err
     description = _UPDATE_DESCRIPTIONS.get(result, "The update failed")
     exc = CUDAError(f"Graph update failed: {description} ({name})", code=err.code, name=err.name)
-    exc.reason = name
+    exc.reason = name  # type: ignore[attr-defined]  # only update errors carry it
     return exc
 
 
-def _destroy_exec(c_exec):
+def _destroy_exec(c_exec: Any) -> None:
     """Finalizer of an executable graph that was never closed (failures warn)."""
     warn_cuda("cuGraphExecDestroy (Graph finalizer)", lib.cuGraphExecDestroy(c_exec))

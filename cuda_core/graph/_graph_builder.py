@@ -115,6 +115,12 @@ class GraphBuilder(_BuilderNodes, Closeable):
         "__weakref__",
     )
 
+    _owns_stream: bool
+    _origin: GraphBuilder | None
+    _forks: list[Stream]
+    _cell: _Cell
+    _finalizer: weakref.finalize[[_Cell], GraphBuilder]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
             "directly creating a GraphBuilder object can be ambiguous. Please either call "
@@ -122,7 +128,9 @@ class GraphBuilder(_BuilderNodes, Closeable):
         )
 
     @classmethod
-    def _init(cls, stream, *, owns_stream=None, is_stream_owner=None):
+    def _init(
+        cls, stream: Stream, *, owns_stream: bool | None = None, is_stream_owner: bool | None = None
+    ) -> GraphBuilder:
         """Create a primary builder capturing on ``stream``.
 
         ``owns_stream`` (alias ``is_stream_owner``): close the stream with
@@ -132,7 +140,16 @@ class GraphBuilder(_BuilderNodes, Closeable):
         return cls._new(stream, owns, _PRIMARY, _NOT_STARTED, None, None, None)
 
     @classmethod
-    def _new(cls, stream, owns, kind, state, box, c_graph, origin):
+    def _new(
+        cls,
+        stream: Stream,
+        owns: bool,
+        kind: int,
+        state: int,
+        box: GraphBox | None,
+        c_graph: Any,
+        origin: GraphBuilder | None,
+    ) -> GraphBuilder:
         if not isinstance(stream, Stream):
             raise TypeError(f"stream must be a Stream, not {type(stream).__name__}")
         drain()
@@ -141,7 +158,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
         self._owns_stream = owns
         self._kind = kind
         self._state = state
-        self._box = box
+        self._box = box  # type: ignore[assignment]  # None until capture begins
         self._graph = c_graph
         self._origin = origin
         self._forks = []
@@ -190,7 +207,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
                     status = lib.cuGraphDestroy(out[0])
         self._state = _ENDED
         self._cell.capturing = False
-        self._box = None
+        self._box = None  # type: ignore[assignment]  # closed
         self._graph = None
         error = None
         streams = self._forks + ([self._stream] if self._owns_stream else [])
@@ -434,7 +451,8 @@ class GraphBuilder(_BuilderNodes, Closeable):
             raise ValueError("Must join with at least two graph builders")
         root = next((b for b in graph_builders if b._kind != _FORKED), graph_builders[0])
         root._require_open()
-        target = root if root._kind != _FORKED else root._origin
+        # A forked builder always has an origin.
+        target: GraphBuilder = root if root._kind != _FORKED else root._origin  # type: ignore[assignment]
         for b in graph_builders:
             if b is root or b._closed:
                 continue
@@ -452,18 +470,18 @@ class GraphBuilder(_BuilderNodes, Closeable):
     # ------------------------------------------------------------------
     # Private helpers.
     # ------------------------------------------------------------------
-    def _require_open(self):
+    def _require_open(self) -> None:
         if self._closed:
             raise RuntimeError("Graph builder has been closed.")
 
-    def _require_ended(self):
+    def _require_ended(self) -> None:
         self._require_open()
         if self._state != _ENDED or self._kind == _FORKED:
             raise RuntimeError("Graph has not finished building.")
         if self._box is None or self._box.closed:
             raise RuntimeError("the graph of this builder was destroyed")
 
-    def _update_source(self):
+    def _update_source(self) -> Any:
         """Return the ``CUgraph`` for :meth:`Graph.update` (ValueError as cuda.core words it)."""
         if self._closed:
             raise ValueError("Source graph builder has been closed.")
@@ -473,7 +491,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
             raise ValueError(str(exc)) from None
         return self._graph
 
-    def _close_forks(self):
+    def _close_forks(self) -> None:
         forks, self._forks = self._forks, []
         for s in forks:
             s.close()
@@ -484,7 +502,7 @@ class GraphBuilder(_BuilderNodes, Closeable):
     @property
     def stream(self) -> Stream:
         """Stream or None: The stream this builder captures on (None once closed)."""
-        return None if self._closed else self._stream
+        return None if self._closed else self._stream  # type: ignore[return-value]  # None once closed
 
     @property
     def is_building(self) -> bool:
@@ -553,4 +571,4 @@ class GraphBuilder(_BuilderNodes, Closeable):
         return GraphDefinition._view(self._graph, self._box)
 
 
-_slots.GraphBuilder = GraphBuilder
+_slots.GraphBuilder = GraphBuilder  # type: ignore[assignment]  # the slot is typed None

@@ -9,6 +9,8 @@ default values and switch counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_version
@@ -41,38 +43,40 @@ class GraphCondition:
 
     __slots__ = ("_handle", "__weakref__")
 
+    _handle: int
+
     # Marks graph conditions for kernel-argument marshalling in launch():
     # they are passed as their 64-bit ``handle``.
     _cuda_core_graph_condition = True
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "GraphCondition objects cannot be instantiated directly; use "
             "GraphBuilder.create_condition() or GraphDefinition.create_condition()"
         )
 
     @classmethod
-    def _from_handle(cls, handle):
+    def _from_handle(cls, handle: int) -> GraphCondition:
         self = object.__new__(cls)
         self._handle = int(handle)
         return self
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphCondition):
             return NotImplemented
         return self._handle == other._handle
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((GraphCondition, self._handle))
 
-    def __int__(self):
+    def __int__(self) -> int:
         return self._handle
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<GraphCondition handle={self._handle:#x}>"
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The ``CUgraphConditionalHandle`` value."""
         return self._handle
 
@@ -80,7 +84,7 @@ class GraphCondition:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _condition_value(value):
+def _condition_value(value: object) -> int:
     tp = type(value)
     is_bool = isinstance(value, bool) or (
         tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_")
@@ -96,7 +100,7 @@ def _condition_value(value):
     return value
 
 
-def _condition_args(default_value):
+def _condition_args(default_value: object) -> tuple[int, int]:
     """Check that the driver has conditional handles; return ``(value, flags)`` for creating one."""
     _require_driver((12, 3), "conditional handles")
     if default_value is None:
@@ -104,14 +108,14 @@ def _condition_args(default_value):
     return _condition_value(default_value), _COND_ASSIGN_DEFAULT
 
 
-def _create_condition(c_graph, c_ctx, value, flags):
+def _create_condition(c_graph: Any, c_ctx: Any, value: int, flags: int) -> GraphCondition:
     """Create a conditional handle in ``c_graph`` (see :func:`_condition_args`)."""
     out = ffi.new("CUgraphConditionalHandle *")
     check(lib.cuGraphConditionalHandleCreate(out, c_graph, c_ctx, value, flags))
     return GraphCondition._from_handle(out[0])
 
 
-def _switch_count(count):
+def _switch_count(count: object) -> int:
     """Return ``count`` as an unsigned int (the number of cases of a switch node).
 
     As in ``cuda.core`` the driver judges the value (0 is refused there).
@@ -124,7 +128,7 @@ def _switch_count(count):
     return index
 
 
-def _conditional_params(condition, c_type, size, c_ctx):
+def _conditional_params(condition: GraphCondition, c_type: int, size: int, c_ctx: Any) -> Any:
     """Return the ``CUgraphNodeParams`` of a conditional node with ``size`` bodies.
 
     After ``cuGraphAddNode``, ``params.conditional.phGraph_out`` holds the bodies.
@@ -139,7 +143,7 @@ def _conditional_params(condition, c_type, size, c_ctx):
     return params
 
 
-def _require_driver(version, what):
+def _require_driver(version: int | tuple[int, int], what: str) -> None:
     """Raise RuntimeError ``"Driver version X.Y.Z does not support <what>"`` below ``version``.
 
     ``version`` is ``(major, minor)`` or a CUDA version int (``12030``); the

@@ -19,6 +19,9 @@ hierarchy must be synchronized by the caller.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import Closeable, as_int_handle
@@ -29,6 +32,26 @@ from cuda_core.graph._graph_node import GraphNode, _wrap
 from cuda_core.graph._graph_options import GraphDebugPrintOptions, _dot_print
 from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _ctx, _list_nodes
+
+if TYPE_CHECKING:
+    import os
+
+    from cuda_core._device import Device
+    from cuda_core._event import Event
+    from cuda_core._kernel import Kernel
+    from cuda_core._launch_config import LaunchConfig
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core.graph._child_graph_node import ChildGraphNode
+    from cuda_core.graph._conditional_nodes import IfElseNode, IfNode, SwitchNode, WhileNode
+    from cuda_core.graph._event_nodes import EventRecordNode, EventWaitNode
+    from cuda_core.graph._graph import Graph
+    from cuda_core.graph._graph_condition import GraphCondition
+    from cuda_core.graph._graph_node import EmptyNode
+    from cuda_core.graph._graph_options import GraphCompleteOptions
+    from cuda_core.graph._host_callback_node import HostCallbackNode
+    from cuda_core.graph._kernel_node import KernelNode
+    from cuda_core.graph._memory_nodes import AllocNode, FreeNode, MemcpyNode, MemsetNode
+    from cuda_core.graph._types import GraphMemoryType
 
 __all__ = ["GraphDefinition"]
 
@@ -72,7 +95,15 @@ class GraphDefinition(Closeable):
         "__weakref__",
     )
 
-    def __init__(self):
+    _graph: Any  # CUgraph cdata
+    _h: int
+    _box: GraphBox
+    _parent: GraphNode | None
+    _entry_node: GraphNode | None
+    _owner: bool
+    _closed: bool
+
+    def __init__(self) -> None:
         drain()
         check(lib.cuInit(0))
         out = ffi.new("CUgraph *")
@@ -81,13 +112,13 @@ class GraphDefinition(Closeable):
         self._owner = True
 
     @classmethod
-    def _view(cls, c_graph, box, parent=None):
+    def _view(cls, c_graph: Any, box: GraphBox, parent: GraphNode | None = None) -> GraphDefinition:
         """A definition viewing ``c_graph`` of hierarchy ``box`` (hosted by node ``parent``)."""
         self = object.__new__(cls)
         self._setup(c_graph, box, parent)
         return self
 
-    def _setup(self, c_graph, box, parent):
+    def _setup(self, c_graph: Any, box: GraphBox, parent: GraphNode | None) -> None:
         self._graph = c_graph
         self._h = as_int_handle(c_graph)
         self._box = box
@@ -96,19 +127,19 @@ class GraphDefinition(Closeable):
         self._owner = False
         self._closed = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "" if self._is_valid() else " (invalid)"
         return f"<GraphDefinition handle={self._h:#x}{state}>"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphDefinition):
             return NotImplemented
         return self._h == other._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((GraphDefinition, self._h))
 
-    def close(self):
+    def close(self) -> None:
         """Release this definition (idempotent).
 
         For a definition made by ``GraphDefinition()`` this destroys the
@@ -130,13 +161,13 @@ class GraphDefinition(Closeable):
     # ------------------------------------------------------------------
     # Validity.
     # ------------------------------------------------------------------
-    def _is_valid(self):
+    def _is_valid(self) -> bool:
         if self._closed or self._box.closed:
             return False
         parent = self._parent
         return parent is None or parent.is_valid
 
-    def _check_valid(self):
+    def _check_valid(self) -> None:
         if self._closed or self._box.closed:
             raise RuntimeError(
                 "the GraphDefinition is no longer valid (it, or the definition owning its "
@@ -148,18 +179,18 @@ class GraphDefinition(Closeable):
             # it: the driver is given no graph, as in cuda.core.
             check(lib.CUDA_ERROR_INVALID_VALUE)
 
-    def _update_source(self):
+    def _update_source(self) -> Any:
         """Return the ``CUgraph`` for :meth:`Graph.update`."""
         self._check_valid()
         return self._graph
 
     @property
-    def is_valid(self):
+    def is_valid(self) -> bool:
         """bool: Whether this definition (and the graph it views) can still be used."""
         return self._is_valid()
 
     @property
-    def _entry(self):
+    def _entry(self) -> GraphNode:
         """GraphNode: The virtual entry node (builders on it add nodes without dependencies)."""
         node = self._entry_node
         if node is None:
@@ -167,7 +198,7 @@ class GraphDefinition(Closeable):
         return node
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The address of the underlying ``CUgraph``."""
         self._check_valid()
         return self._h
@@ -175,7 +206,14 @@ class GraphDefinition(Closeable):
     # ------------------------------------------------------------------
     # Entry-node builders.
     # ------------------------------------------------------------------
-    def allocate(self, size, *, device=None, memory_type="device", peer_access=None):
+    def allocate(
+        self,
+        size: int,
+        *,
+        device: Device | int | None = None,
+        memory_type: GraphMemoryType | str = "device",
+        peer_access: Iterable[Device | int] | None = None,
+    ) -> AllocNode:
         """Add an allocation node without dependencies (see :meth:`GraphNode.allocate`).
 
         Returns
@@ -186,7 +224,7 @@ class GraphDefinition(Closeable):
             size, device=device, memory_type=memory_type, peer_access=peer_access
         )
 
-    def deallocate(self, dptr):
+    def deallocate(self, dptr: int) -> FreeNode:
         """Add a free node without dependencies (see :meth:`GraphNode.deallocate`).
 
         Returns
@@ -195,7 +233,16 @@ class GraphDefinition(Closeable):
         """
         return self._entry.deallocate(dptr)
 
-    def memset(self, dst, value, width, height=1, pitch=0, *, dst_owner=None):
+    def memset(
+        self,
+        dst: Buffer | int,
+        value: Any,
+        width: int,
+        height: int = 1,
+        pitch: int = 0,
+        *,
+        dst_owner: object = None,
+    ) -> MemsetNode:
         """Add a memset node without dependencies (see :meth:`GraphNode.memset`).
 
         Returns
@@ -204,7 +251,15 @@ class GraphDefinition(Closeable):
         """
         return self._entry.memset(dst, value, width, height, pitch, dst_owner=dst_owner)
 
-    def memcpy(self, dst, src, size, *, dst_owner=None, src_owner=None):
+    def memcpy(
+        self,
+        dst: Buffer | int,
+        src: Buffer | int,
+        size: int,
+        *,
+        dst_owner: object = None,
+        src_owner: object = None,
+    ) -> MemcpyNode:
         """Add a memcpy node without dependencies (see :meth:`GraphNode.memcpy`).
 
         Returns
@@ -213,7 +268,9 @@ class GraphDefinition(Closeable):
         """
         return self._entry.memcpy(dst, src, size, dst_owner=dst_owner, src_owner=src_owner)
 
-    def launch(self, config, kernel, *args):
+    def launch(
+        self, config: LaunchConfig | dict[str, Any], kernel: Kernel, *args: Any
+    ) -> KernelNode:
         """Add a kernel node without dependencies (see :meth:`GraphNode.launch`).
 
         Returns
@@ -222,7 +279,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.launch(config, kernel, *args)
 
-    def empty(self):
+    def empty(self) -> EmptyNode:
         """Add an empty node without dependencies.
 
         Returns
@@ -231,7 +288,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.join()
 
-    def join(self, *nodes):
+    def join(self, *nodes: GraphNode) -> EmptyNode:
         """Add an empty node depending on all ``nodes``.
 
         Returns
@@ -240,7 +297,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.join(*nodes)
 
-    def embed(self, child):
+    def embed(self, child: GraphDefinition) -> ChildGraphNode:
         """Add a child graph node without dependencies (see :meth:`GraphNode.embed`).
 
         Returns
@@ -249,7 +306,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.embed(child)
 
-    def record(self, event):
+    def record(self, event: Event) -> EventRecordNode:
         """Add an event record node without dependencies.
 
         Returns
@@ -258,7 +315,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.record(event)
 
-    def wait(self, event):
+    def wait(self, event: Event) -> EventWaitNode:
         """Add an event wait node without dependencies.
 
         Returns
@@ -267,7 +324,9 @@ class GraphDefinition(Closeable):
         """
         return self._entry.wait(event)
 
-    def callback(self, fn, *, user_data=None):
+    def callback(
+        self, fn: Callable[..., Any], *, user_data: int | bytes | None = None
+    ) -> HostCallbackNode:
         """Add a host callback node without dependencies (see :meth:`GraphNode.callback`).
 
         Returns
@@ -276,7 +335,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.callback(fn, user_data=user_data)
 
-    def create_condition(self, default_value=None):
+    def create_condition(self, default_value: int | None = None) -> GraphCondition:
         """Create a condition variable for conditional nodes of this graph.
 
         Parameters
@@ -301,7 +360,7 @@ class GraphDefinition(Closeable):
         value, flags = _condition_args(default_value)
         return _create_condition(self._graph, _ctx(), value, flags)
 
-    def if_then(self, condition):
+    def if_then(self, condition: GraphCondition) -> IfNode:
         """Add an ``if`` node without dependencies (see :meth:`GraphNode.if_then`).
 
         Returns
@@ -310,7 +369,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.if_then(condition)
 
-    def if_else(self, condition):
+    def if_else(self, condition: GraphCondition) -> IfElseNode:
         """Add an ``if``/``else`` node without dependencies.
 
         Returns
@@ -319,7 +378,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.if_else(condition)
 
-    def while_loop(self, condition):
+    def while_loop(self, condition: GraphCondition) -> WhileNode:
         """Add a ``while`` node without dependencies.
 
         Returns
@@ -328,7 +387,7 @@ class GraphDefinition(Closeable):
         """
         return self._entry.while_loop(condition)
 
-    def switch(self, condition, count):
+    def switch(self, condition: GraphCondition, count: int) -> SwitchNode:
         """Add a ``switch`` node without dependencies.
 
         Returns
@@ -340,7 +399,7 @@ class GraphDefinition(Closeable):
     # ------------------------------------------------------------------
     # Whole-graph operations.
     # ------------------------------------------------------------------
-    def instantiate(self, options=None):
+    def instantiate(self, options: GraphCompleteOptions | dict[str, Any] | None = None) -> Graph:
         """Instantiate this graph as an executable :class:`~cuda_core.graph.Graph`.
 
         Parameters
@@ -363,7 +422,11 @@ class GraphDefinition(Closeable):
         self._check_valid()
         return _instantiate(self._graph, options)
 
-    def debug_dot_print(self, path, options=None):
+    def debug_dot_print(
+        self,
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+        options: GraphDebugPrintOptions | dict[str, bool] | None = None,
+    ) -> None:
         """Write this graph as a GraphViz DOT file.
 
         Parameters
@@ -383,7 +446,7 @@ class GraphDefinition(Closeable):
             raise TypeError("options must be a GraphDebugPrintOptions instance")
         _dot_print(self._graph, path, options)
 
-    def nodes(self):
+    def nodes(self) -> set[GraphNode]:
         """Return every node of this graph.
 
         Returns
@@ -393,7 +456,7 @@ class GraphDefinition(Closeable):
         self._check_valid()
         return {_wrap(self, h) for h in _list_nodes(lib.cuGraphGetNodes, self._graph)}
 
-    def edges(self):
+    def edges(self) -> set[tuple[GraphNode, GraphNode]]:
         """Return every dependency edge of this graph.
 
         Returns

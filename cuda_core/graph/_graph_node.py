@@ -30,7 +30,8 @@ recorded when it was made.
 from __future__ import annotations
 
 import weakref
-from collections.abc import MutableSet
+from collections.abc import Callable, Iterable, Iterator, MutableSet
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -40,10 +41,18 @@ from cuda_core.graph._node_builders import _BY_TYPE, _NodeBuilders, _register
 from cuda_core.graph._node_params import _list_nodes
 from cuda_core.graph._types import CUgraphNodeType
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from cuda_core.graph._graph_definition import GraphDefinition
+
+    _N = TypeVar("_N", bound="GraphNode")
+    _S = TypeVar("_S")
+
 __all__ = ["EmptyNode", "GraphNode"]
 
 # (graph handle, node handle) -> the one GraphNode object for that node.
-_registry = weakref.WeakValueDictionary()
+_registry: weakref.WeakValueDictionary[tuple[int, int], GraphNode] = weakref.WeakValueDictionary()
 
 
 class GraphNode(_NodeBuilders):
@@ -63,14 +72,16 @@ class GraphNode(_NodeBuilders):
 
     __slots__ = ("_gdef", "_node", "_h", "_destroyed", "_dep", "__weakref__")
 
-    def __init__(self, *args, **kwargs):
+    _h: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "GraphNode objects cannot be created directly; use the builder methods of a "
             "GraphDefinition or of another GraphNode"
         )
 
     @classmethod
-    def _make(cls, gdef, c_node, **cached):
+    def _make(cls: type[_N], gdef: GraphDefinition, c_node: Any, **cached: Any) -> _N:
         """The node object for ``c_node`` of ``gdef``; ``cached``: known properties.
 
         The properties of the node's kind are recorded now (``_load``), so
@@ -91,12 +102,12 @@ class GraphNode(_NodeBuilders):
             self._load()
         return self
 
-    _extra = ()
+    _extra: tuple[str, ...] = ()
 
-    def _load(self):
+    def _load(self) -> None:
         """Record the properties of this node's kind from the driver (subclasses)."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._node is None:
             return "<GraphNode entry>" if self.is_valid else "<GraphNode destroyed>"
         if self._destroyed:
@@ -105,19 +116,19 @@ class GraphNode(_NodeBuilders):
             return f"<{type(self).__name__} handle=0x0>"
         return f"<{type(self).__name__} handle={self._h:#x}>"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphNode):
             return NotImplemented
         return self._h == other._h and self._gdef._h == other._gdef._h
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self._gdef._h, self._h))
 
     # ------------------------------------------------------------------
     # Properties and structure.
     # ------------------------------------------------------------------
     @property
-    def type(self):
+    def type(self) -> CUgraphNodeType | None:
         """CUgraphNodeType or None: The driver node type (None for the entry node and
         for a destroyed node)."""
         if self._node is None or not self.is_valid:
@@ -127,21 +138,21 @@ class GraphNode(_NodeBuilders):
         return CUgraphNodeType(out[0])
 
     @property
-    def graph(self):
+    def graph(self) -> GraphDefinition:
         """GraphDefinition: The graph definition this node belongs to."""
         return self._gdef
 
     @property
-    def handle(self):
+    def handle(self) -> int | None:
         """int or None: The ``CUgraphNode`` address (None for the entry node or a destroyed one)."""
         return None if self._node is None or self._destroyed else self._h
 
     @property
-    def is_valid(self):
+    def is_valid(self) -> bool:
         """bool: Whether the node (and its graph) still exist (False after :meth:`destroy`)."""
         return not self._destroyed and self._gdef._is_valid()
 
-    def destroy(self):
+    def destroy(self) -> None:
         """Remove this node and its edges from the graph.
 
         Afterwards :attr:`is_valid` is False; the object stays usable as in
@@ -171,7 +182,7 @@ class GraphNode(_NodeBuilders):
         gdef._box.detach(gdef._graph, self._node)
 
     @property
-    def pred(self):
+    def pred(self) -> AdjacencySetProxy:
         """AdjacencySetProxy: A mutable set-like view of the nodes this node depends on.
 
         Adding a node adds an edge from it to this node; discarding one
@@ -180,19 +191,19 @@ class GraphNode(_NodeBuilders):
         return AdjacencySetProxy(self, False)
 
     @pred.setter
-    def pred(self, value):
+    def pred(self, value: Iterable[GraphNode]) -> None:
         proxy = AdjacencySetProxy(self, False)
         value = list(value)
         proxy.clear()
         proxy.update(value)
 
     @property
-    def succ(self):
+    def succ(self) -> AdjacencySetProxy:
         """AdjacencySetProxy: A mutable set-like view of the nodes that depend on this node."""
         return AdjacencySetProxy(self, True)
 
     @succ.setter
-    def succ(self, value):
+    def succ(self, value: Iterable[GraphNode]) -> None:
         proxy = AdjacencySetProxy(self, True)
         value = list(value)
         proxy.clear()
@@ -201,12 +212,17 @@ class GraphNode(_NodeBuilders):
     # ------------------------------------------------------------------
     # Private helpers.
     # ------------------------------------------------------------------
-    def _check_valid(self):
+    def _check_valid(self) -> None:
         if self._destroyed:
             raise RuntimeError("the graph node was destroyed; it cannot be used")
         self._gdef._check_valid()
 
-    def _set_params(self, owners, set_params, keep_current=False):
+    def _set_params(
+        self,
+        owners: Iterable[object],
+        set_params: Callable[[], int],
+        keep_current: bool = False,
+    ) -> None:
         """Change this node's parameters (``set_params()`` calls the driver) and attach ``owners``.
 
         The new version's attachment replaces the old one, whose graph
@@ -232,7 +248,7 @@ class GraphNode(_NodeBuilders):
         self._load()
 
 
-class AdjacencySetProxy(MutableSet):
+class AdjacencySetProxy(MutableSet[GraphNode]):
     """A live, mutable set-like view of a node's predecessors or successors.
 
     Membership, iteration and length query the driver each time; ``add``,
@@ -245,39 +261,42 @@ class AdjacencySetProxy(MutableSet):
 
     __slots__ = ("_owner", "_succ")
 
-    def __init__(self, node, succ):
+    _owner: GraphNode
+    _succ: bool
+
+    def __init__(self, node: GraphNode, succ: bool) -> None:
         self._owner = node
         self._succ = succ
 
     @classmethod
-    def _from_iterable(cls, it):
+    def _from_iterable(cls, it: Iterable[_S]) -> set[_S]:
         return set(it)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "{" + ", ".join(repr(n) for n in self) + "}"
 
-    def _handles(self):
+    def _handles(self) -> list[Any]:
         node = self._owner
         if node._node is None or node._destroyed or not node._gdef._is_valid():
             return []
         fn = lib.cuGraphNodeGetDependentNodes if self._succ else lib.cuGraphNodeGetDependencies
         return _list_nodes(fn, node._node)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[GraphNode]:
         gdef = self._owner._gdef
         return iter([_wrap(gdef, h) for h in self._handles()])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._handles())
 
-    def __contains__(self, other):
+    def __contains__(self, other: object) -> bool:
         if not isinstance(other, GraphNode) or other._node is None or other._destroyed:
             return False
         if other._gdef._h != self._owner._gdef._h:
             return False
         return other._h in {as_int_handle(h) for h in self._handles()}
 
-    def _edges(self, others):
+    def _edges(self, others: Iterable[GraphNode]) -> tuple[Any, Any, int]:
         """Return ``(from array, to array, count)`` for edges between the owner and ``others``."""
         node = self._owner
         mine = _c_node(node)
@@ -288,15 +307,15 @@ class AdjacencySetProxy(MutableSet):
             frm, to = theirs, [mine] * len(theirs)
         return ffi.new("CUgraphNode[]", frm), ffi.new("CUgraphNode[]", to), len(theirs)
 
-    def _add_edges(self, others):
+    def _add_edges(self, others: Iterable[GraphNode]) -> None:
         frm, to, n = self._edges(others)
         check(lib.cuGraphAddDependencies(self._owner._gdef._graph, frm, to, n))
 
-    def _remove_edges(self, others):
+    def _remove_edges(self, others: Iterable[GraphNode]) -> None:
         frm, to, n = self._edges(others)
         check(lib.cuGraphRemoveDependencies(self._owner._gdef._graph, frm, to, n))
 
-    def add(self, other):
+    def add(self, other: GraphNode) -> None:
         """Add an edge between the owner and ``other`` (no-op if present)."""
         if not isinstance(other, GraphNode):
             raise TypeError(f"expected GraphNode, got {type(other).__name__}")
@@ -304,13 +323,13 @@ class AdjacencySetProxy(MutableSet):
             return
         self._add_edges([other])
 
-    def discard(self, other):
+    def discard(self, other: object) -> None:
         """Remove the edge between the owner and ``other`` (no-op if absent or not a node)."""
         if not isinstance(other, GraphNode) or other not in self:
             return
         self._remove_edges([other])
 
-    def update(self, *others):
+    def update(self, *others: GraphNode | Iterable[GraphNode]) -> None:
         """Add edges to every node given, in one driver call.
 
         Each argument is a GraphNode or an iterable of GraphNodes; nodes
@@ -329,17 +348,19 @@ class AdjacencySetProxy(MutableSet):
         if new:
             self._add_edges(new)
 
-    def clear(self):
+    def clear(self) -> None:
         """Remove every edge of this view in one driver call."""
         members = list(self)
         if members:
             self._remove_edges(members)
 
-    def __ior__(self, it):
+    def __ior__(  # type: ignore[misc, override]  # takes any iterable
+        self, it: Iterable[GraphNode]
+    ) -> Self:
         self.update(it)
         return self
 
-    def __isub__(self, it):
+    def __isub__(self, it: Iterable[object]) -> Self:  # type: ignore[misc]  # takes any iterable
         if it is self:
             self.clear()
         else:
@@ -356,7 +377,7 @@ class EmptyNode(GraphNode):
     __slots__ = ()
 
 
-def _c_node(node):
+def _c_node(node: GraphNode) -> Any:
     """The ``CUgraphNode`` of ``node`` for an edge: NULL for the entry node and a
     destroyed node (the driver refuses it)."""
     if node._node is None or node._destroyed:
@@ -364,7 +385,7 @@ def _c_node(node):
     return node._node
 
 
-def _wrap(gdef, c_node):
+def _wrap(gdef: GraphDefinition, c_node: Any) -> GraphNode:
     """Return the node object for ``c_node`` of graph ``gdef`` (one per driver node)."""
     h = as_int_handle(c_node)
     node = _registry.get((gdef._h, h))
@@ -372,4 +393,5 @@ def _wrap(gdef, c_node):
         return node
     out = ffi.new("CUgraphNodeType *")
     check(lib.cuGraphNodeGetType(c_node, out))
-    return _BY_TYPE.get(out[0], GraphNode)._make(gdef, c_node)
+    node_cls: type[GraphNode] = _BY_TYPE.get(out[0], GraphNode)
+    return node_cls._make(gdef, c_node)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -101,7 +102,7 @@ class GraphDebugPrintOptions:
     extra_topo_info: bool = False
     conditional_node_params: bool = False
 
-    def _to_flags(self):
+    def _to_flags(self) -> int:
         """Return the ``cuGraphDebugDotPrint`` flags bitmask for these options."""
         flags = 0
         for name, flag in _DOT_FLAGS.items():
@@ -144,7 +145,7 @@ class GraphCompleteOptions:
     device_launch: bool = False
     use_node_priority: bool = False
 
-    def _to_params(self, params):
+    def _to_params(self, params: Any) -> Stream | None:
         """Fill a ``CUDA_GRAPH_INSTANTIATE_PARAMS`` cdata; return what must stay alive."""
         flags = 0
         keep = None
@@ -165,7 +166,11 @@ class GraphCompleteOptions:
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _dot_print(c_graph, path, options):
+def _dot_print(
+    c_graph: Any,
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    options: GraphDebugPrintOptions | dict[str, bool] | None,
+) -> None:
     """Write ``c_graph`` as DOT to ``path``.
 
     ``options``: GraphDebugPrintOptions, a dict (a cuda_core extension), or

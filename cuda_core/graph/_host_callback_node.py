@@ -7,6 +7,8 @@ callable is resolved and kept alive as ``_attachments`` describes.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.graph._attachments import resolve_host_callback
 from cuda_core.graph._graph_node import GraphNode
@@ -26,13 +28,14 @@ class HostCallbackNode(GraphNode):
 
     __slots__ = ("_callback",)
     _extra = ("_callback",)
+    _callback: Callable[[], object] | None
 
     @property
-    def callback(self):
+    def callback(self) -> Callable[[], object] | None:  # type: ignore[override]  # as in cuda.core
         """callable or None: The Python callable (None for a ctypes function pointer)."""
         return self._callback
 
-    def update(self, fn, *, user_data=None):
+    def update(self, fn: Callable[..., Any], *, user_data: int | bytes | None = None) -> None:
         """Run ``fn`` instead (future instantiations only; a cuda_core extension).
 
         See :meth:`GraphNode.callback`.

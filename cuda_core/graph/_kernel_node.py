@@ -6,6 +6,9 @@ Added by :meth:`GraphNode.launch <cuda_core.graph.GraphNode.launch>`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._kernel import Kernel
@@ -30,14 +33,17 @@ class KernelNode(GraphNode):
 
     __slots__ = ("_kernel", "_launch", "_kern_h")
     _extra = ("_kernel", "_launch", "_kern_h")
+    _kernel: Kernel | None
+    _launch: tuple[tuple[int, int, int], tuple[int, int, int], int]
+    _kern_h: int
 
-    def _params(self):
+    def _params(self) -> Any:
         self._check_valid()
         p = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
         check(lib.cuGraphKernelNodeGetParams(self._node, p))
         return p
 
-    def _load(self):
+    def _load(self) -> None:
         p = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
         check(lib.cuGraphKernelNodeGetParams(self._node, p))
         self._launch = (
@@ -48,29 +54,29 @@ class KernelNode(GraphNode):
         self._kern_h = as_int_handle(p.kern) if p.kern != ffi.NULL else 0
 
     @property
-    def grid(self):
+    def grid(self) -> tuple[int, int, int]:
         """tuple of int: Grid dimensions in blocks (x, y, z)."""
         return self._launch[0]
 
     @property
-    def block(self):
+    def block(self) -> tuple[int, int, int]:
         """tuple of int: Block dimensions (x, y, z)."""
         return self._launch[1]
 
     @property
-    def shmem_size(self):
+    def shmem_size(self) -> int:
         """int: Dynamic shared memory per block, in bytes."""
         return self._launch[2]
 
     @property
-    def kernel(self):
+    def kernel(self) -> Kernel | None:
         """Kernel or None: The launched kernel (None if the node launches a bare ``CUfunction``)."""
         if self._kernel is None and self._kern_h:
             self._kernel = Kernel.from_handle(self._kern_h)
         return self._kernel
 
     @property
-    def config(self):
+    def config(self) -> LaunchConfig:
         """LaunchConfig: ``grid``, ``block`` and ``shmem_size`` of this node.
 
         Cluster dimensions and cooperative launches are not kept by kernel
@@ -79,7 +85,13 @@ class KernelNode(GraphNode):
         grid, block, shmem = self._launch
         return LaunchConfig(grid=grid, block=block, shmem_size=shmem)
 
-    def update(self, *, config=None, kernel=None, args=None):
+    def update(
+        self,
+        *,
+        config: LaunchConfig | dict[str, Any] | None = None,
+        kernel: Kernel | None = None,
+        args: Iterable[Any] | None = None,
+    ) -> None:
         """Replace parameters of this node for future instantiations.
 
         Executable graphs already instantiated keep the old parameters (use

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle
@@ -17,6 +19,9 @@ from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _memcpy_params, _memset_params
 from cuda_core.graph._types import GraphMemoryType
+
+if TYPE_CHECKING:
+    from cuda_core._memory._buffer import Buffer
 
 __all__ = ["AllocNode", "FreeNode", "MemcpyNode", "MemsetNode"]
 
@@ -30,8 +35,9 @@ class MemcpyNode(GraphNode):
 
     __slots__ = ("_copy",)
     _extra = ("_copy",)
+    _copy: tuple[int, int, int]
 
-    def _load(self):
+    def _load(self) -> None:
         p = ffi.new("CUDA_MEMCPY3D *")
         check(lib.cuGraphMemcpyNodeGetParams(self._node, p))
         if p.dstMemoryType == lib.CU_MEMORYTYPE_HOST:
@@ -45,21 +51,29 @@ class MemcpyNode(GraphNode):
         self._copy = (dst, src, int(p.WidthInBytes))
 
     @property
-    def dst(self):
+    def dst(self) -> int:
         """int: The destination address."""
         return self._copy[0]
 
     @property
-    def src(self):
+    def src(self) -> int:
         """int: The source address."""
         return self._copy[1]
 
     @property
-    def size(self):
+    def size(self) -> int:
         """int: Number of bytes copied."""
         return self._copy[2]
 
-    def update(self, *, dst=None, src=None, size=None, dst_owner=None, src_owner=None):
+    def update(
+        self,
+        *,
+        dst: Buffer | int | None = None,
+        src: Buffer | int | None = None,
+        size: int | None = None,
+        dst_owner: object = None,
+        src_owner: object = None,
+    ) -> None:
         """Replace parameters of this node for future instantiations (a cuda_core extension).
 
         Omitted parameters keep their values (and what keeps them alive).
@@ -90,8 +104,9 @@ class MemsetNode(GraphNode):
 
     __slots__ = ("_fill",)
     _extra = ("_fill",)
+    _fill: tuple[int, int, int, int, int, int]
 
-    def _load(self):
+    def _load(self) -> None:
         p = ffi.new("CUDA_MEMSET_NODE_PARAMS *")
         check(lib.cuGraphMemsetNodeGetParams(self._node, p))
         self._fill = (
@@ -104,36 +119,45 @@ class MemsetNode(GraphNode):
         )
 
     @property
-    def dptr(self):
+    def dptr(self) -> int:
         """int: The destination address."""
         return self._fill[0]
 
     @property
-    def value(self):
+    def value(self) -> int:
         """int: The fill value (its bits)."""
         return self._fill[1]
 
     @property
-    def element_size(self):
+    def element_size(self) -> int:
         """int: Element size in bytes (1, 2 or 4)."""
         return self._fill[2]
 
     @property
-    def width(self):
+    def width(self) -> int:
         """int: Elements per row."""
         return self._fill[3]
 
     @property
-    def height(self):
+    def height(self) -> int:
         """int: Number of rows."""
         return self._fill[4]
 
     @property
-    def pitch(self):
+    def pitch(self) -> int:
         """int: Bytes between rows."""
         return self._fill[5]
 
-    def update(self, *, dst=None, value=None, width=None, height=None, pitch=None, dst_owner=None):
+    def update(
+        self,
+        *,
+        dst: Buffer | int | None = None,
+        value: Any = None,
+        width: int | None = None,
+        height: int | None = None,
+        pitch: int | None = None,
+        dst_owner: object = None,
+    ) -> None:
         """Replace parameters of this node for future instantiations (a cuda_core extension).
 
         Omitted parameters keep their values (``value`` keeps its element
@@ -165,8 +189,10 @@ class AllocNode(GraphNode):
 
     __slots__ = ("_meta",)
     _extra = ("_meta",)
+    # (dptr, bytesize, device_id, memory_type, peer_access); None before _load()
+    _meta: tuple[int, int, int, GraphMemoryType, tuple[int, ...]]
 
-    def _load(self):
+    def _load(self) -> None:
         if self._meta is None:
             p = ffi.new("CUDA_MEM_ALLOC_NODE_PARAMS *")
             check(lib.cuGraphMemAllocNodeGetParams(self._node, p))
@@ -181,32 +207,32 @@ class AllocNode(GraphNode):
             address = as_int_handle(p.dptr)
             self._meta = (address, int(p.bytesize), int(props.location.id), kind, peers)
 
-    def _info(self):
+    def _info(self) -> tuple[int, int, int, GraphMemoryType, tuple[int, ...]]:
         """Return ``(dptr, bytesize, device_id, memory_type, peer_access)``."""
         return self._meta
 
     @property
-    def dptr(self):
+    def dptr(self) -> int:
         """int: The address of the allocation."""
         return self._info()[0]
 
     @property
-    def bytesize(self):
+    def bytesize(self) -> int:
         """int: The size of the allocation in bytes."""
         return self._info()[1]
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device the memory is allocated on."""
         return self._info()[2]
 
     @property
-    def memory_type(self):
+    def memory_type(self) -> GraphMemoryType:
         """GraphMemoryType: ``"device"``, ``"host"`` or ``"managed"``."""
         return self._info()[3]
 
     @property
-    def peer_access(self):
+    def peer_access(self) -> tuple[int, ...]:
         """tuple of int: Devices given read-write access."""
         return self._info()[4]
 
@@ -217,13 +243,14 @@ class FreeNode(GraphNode):
 
     __slots__ = ("_dptr",)
     _extra = ("_dptr",)
+    _dptr: int
 
-    def _load(self):
+    def _load(self) -> None:
         out = ffi.new("CUdeviceptr *")
         check(lib.cuGraphMemFreeNodeGetParams(self._node, out))
         self._dptr = as_int_handle(out[0])
 
     @property
-    def dptr(self):
+    def dptr(self) -> int:
         """int: The address freed."""
         return self._dptr

@@ -14,12 +14,16 @@ with :func:`_register` when its module is imported.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
 from cuda_core._context import _current_device_id
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_at_least
 from cuda_core._utils import as_int_handle
-from cuda_core.graph._attachments import drain, prepare, release, resolve_host_callback
+from cuda_core._utils import as_size as _as_size
+from cuda_core.graph._attachments import GraphBox, drain, prepare, release, resolve_host_callback
 from cuda_core.graph._graph_condition import (
     GraphCondition,
     _conditional_params,
@@ -27,7 +31,6 @@ from cuda_core.graph._graph_condition import (
 )
 from cuda_core.graph._node_params import (
     _as_address,
-    _as_size,
     _ctx,
     _device_id,
     _kernel_params,
@@ -39,12 +42,29 @@ from cuda_core.graph._node_params import (
 )
 from cuda_core.graph._types import GraphConditionalType, GraphMemoryType
 
-__all__ = []
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core._event import Event
+    from cuda_core._kernel import Kernel
+    from cuda_core._launch_config import LaunchConfig
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core.graph._child_graph_node import ChildGraphNode
+    from cuda_core.graph._conditional_nodes import IfElseNode, IfNode, SwitchNode, WhileNode
+    from cuda_core.graph._event_nodes import EventRecordNode, EventWaitNode
+    from cuda_core.graph._graph_definition import GraphDefinition
+    from cuda_core.graph._graph_node import EmptyNode
+    from cuda_core.graph._host_callback_node import HostCallbackNode
+    from cuda_core.graph._kernel_node import KernelNode
+    from cuda_core.graph._memory_nodes import AllocNode, FreeNode, MemcpyNode, MemsetNode
+
+    _C = TypeVar("_C", bound=type)
+
+__all__: list[str] = []
 
 # The registered classes, by name.
-_CLASSES = {}
+_CLASSES: dict[str, Any] = {}
 # CUgraphNodeType -> the node class for nodes of that type found in a graph.
-_BY_TYPE = {}
+_BY_TYPE: dict[int, Any] = {}
 
 
 class _NodeBuilders:
@@ -56,10 +76,22 @@ class _NodeBuilders:
 
     __slots__ = ()
 
+    # The slots and method of GraphNode used here.
+    _gdef: GraphDefinition
+    _node: Any  # CUgraphNode cdata, None for the entry node
+    _dep: Any
+    _destroyed: bool
+
+    if TYPE_CHECKING:
+
+        def _check_valid(self) -> None: ...
+
     # ------------------------------------------------------------------
     # Builder methods: each adds a node that depends on this one.
     # ------------------------------------------------------------------
-    def launch(self, config, kernel, *args):
+    def launch(
+        self, config: LaunchConfig | dict[str, Any], kernel: Kernel, *args: Any
+    ) -> KernelNode:
         """Add a kernel launch node.
 
         Clustered and cooperative configurations are not supported for
@@ -87,13 +119,14 @@ class _NodeBuilders:
             For a clustered or cooperative configuration.
         """
         self._check_valid()
-        params, owners, kernel = _kernel_params(config, kernel, args)
+        params, owners, kernel = _kernel_params(config, kernel, args)  # type: ignore[assignment]  # the Kernel given
         c_node = self._add(
             owners, lambda out, g, deps, n: lib.cuGraphAddKernelNode(out, g, deps, n, params)
         )
-        return _CLASSES["KernelNode"]._make(self._gdef, c_node, kernel=kernel)
+        node: KernelNode = _CLASSES["KernelNode"]._make(self._gdef, c_node, kernel=kernel)
+        return node
 
-    def join(self, *nodes):
+    def join(self, *nodes: _NodeBuilders) -> EmptyNode:
         """Add an empty node that depends on this node and on ``nodes``.
 
         Parameters
@@ -132,9 +165,17 @@ class _NodeBuilders:
         drain()
         out = _node_out()
         check(lib.cuGraphAddEmptyNode(out, self._gdef._graph, deps, len(handles)))
-        return _CLASSES["EmptyNode"]._make(self._gdef, out[0])
+        node: EmptyNode = _CLASSES["EmptyNode"]._make(self._gdef, out[0])
+        return node
 
-    def allocate(self, size, *, device=None, memory_type="device", peer_access=None):
+    def allocate(
+        self,
+        size: int,
+        *,
+        device: Device | int | None = None,
+        memory_type: GraphMemoryType | str = "device",
+        peer_access: Iterable[Device | int] | None = None,
+    ) -> AllocNode:
         """Add a memory allocation node.
 
         Parameters
@@ -205,9 +246,10 @@ class _NodeBuilders:
             (), lambda out, g, deps, n: lib.cuGraphAddMemAllocNode(out, g, deps, n, params)
         )
         meta = (as_int_handle(params.dptr), size, device_id, kind, peers)
-        return _CLASSES["AllocNode"]._make(self._gdef, c_node, meta=meta)
+        node: AllocNode = _CLASSES["AllocNode"]._make(self._gdef, c_node, meta=meta)
+        return node
 
-    def deallocate(self, dptr):
+    def deallocate(self, dptr: int) -> FreeNode:
         """Add a node that frees a graph allocation.
 
         Parameters
@@ -224,9 +266,19 @@ class _NodeBuilders:
         c_node = self._add(
             (), lambda out, g, deps, n: lib.cuGraphAddMemFreeNode(out, g, deps, n, address)
         )
-        return _CLASSES["FreeNode"]._make(self._gdef, c_node)
+        node: FreeNode = _CLASSES["FreeNode"]._make(self._gdef, c_node)
+        return node
 
-    def memset(self, dst, value, width, height=1, pitch=0, *, dst_owner=None):
+    def memset(
+        self,
+        dst: Buffer | int,
+        value: Any,
+        width: int,
+        height: int = 1,
+        pitch: int = 0,
+        *,
+        dst_owner: object = None,
+    ) -> MemsetNode:
         """Add a memset node.
 
         Parameters
@@ -262,9 +314,18 @@ class _NodeBuilders:
         c_node = self._add(
             owners, lambda out, g, deps, n: lib.cuGraphAddMemsetNode(out, g, deps, n, params, c_ctx)
         )
-        return _CLASSES["MemsetNode"]._make(self._gdef, c_node)
+        node: MemsetNode = _CLASSES["MemsetNode"]._make(self._gdef, c_node)
+        return node
 
-    def memcpy(self, dst, src, size, *, dst_owner=None, src_owner=None):
+    def memcpy(
+        self,
+        dst: Buffer | int,
+        src: Buffer | int,
+        size: int,
+        *,
+        dst_owner: object = None,
+        src_owner: object = None,
+    ) -> MemcpyNode:
         """Add a node copying ``size`` bytes from ``src`` to ``dst``.
 
         Device, pinned host and managed memory are recognized through the
@@ -296,9 +357,10 @@ class _NodeBuilders:
         c_node = self._add(
             owners, lambda out, g, deps, n: lib.cuGraphAddMemcpyNode(out, g, deps, n, params, c_ctx)
         )
-        return _CLASSES["MemcpyNode"]._make(self._gdef, c_node)
+        node: MemcpyNode = _CLASSES["MemcpyNode"]._make(self._gdef, c_node)
+        return node
 
-    def embed(self, child):
+    def embed(self, child: GraphDefinition) -> ChildGraphNode:
         """Add a child graph node running a copy of ``child``.
 
         Parameters
@@ -323,9 +385,10 @@ class _NodeBuilders:
         except BaseException:
             lib.cuGraphDestroyNode(c_node)
             raise
-        return _CLASSES["ChildGraphNode"]._make(self._gdef, c_node)
+        node: ChildGraphNode = _CLASSES["ChildGraphNode"]._make(self._gdef, c_node)
+        return node
 
-    def record(self, event):
+    def record(self, event: Event) -> EventRecordNode:
         """Add a node recording ``event``.
 
         Returns
@@ -339,9 +402,10 @@ class _NodeBuilders:
             (claim,),
             lambda out, g, deps, n: lib.cuGraphAddEventRecordNode(out, g, deps, n, c_event),
         )
-        return _CLASSES["EventRecordNode"]._make(self._gdef, c_node, event=event)
+        node: EventRecordNode = _CLASSES["EventRecordNode"]._make(self._gdef, c_node, event=event)
+        return node
 
-    def wait(self, event):
+    def wait(self, event: Event) -> EventWaitNode:
         """Add a node waiting for ``event``.
 
         Returns
@@ -354,9 +418,12 @@ class _NodeBuilders:
         c_node = self._add(
             (claim,), lambda out, g, deps, n: lib.cuGraphAddEventWaitNode(out, g, deps, n, c_event)
         )
-        return _CLASSES["EventWaitNode"]._make(self._gdef, c_node, event=event)
+        node: EventWaitNode = _CLASSES["EventWaitNode"]._make(self._gdef, c_node, event=event)
+        return node
 
-    def callback(self, fn, *, user_data=None):
+    def callback(
+        self, fn: Callable[..., Any], *, user_data: int | bytes | None = None
+    ) -> HostCallbackNode:
         """Add a host node: ``fn`` runs on the CPU when the graph reaches it.
 
         ``fn`` is a Python callable taking no arguments (it runs with the GIL
@@ -388,36 +455,46 @@ class _NodeBuilders:
         c_node = self._add(
             cb.owners, lambda out, g, deps, n: lib.cuGraphAddHostNode(out, g, deps, n, params)
         )
-        return _CLASSES["HostCallbackNode"]._make(self._gdef, c_node, callback=cb.callable)
+        node: HostCallbackNode = _CLASSES["HostCallbackNode"]._make(
+            self._gdef, c_node, callback=cb.callable
+        )
+        return node
 
-    def if_then(self, condition):
+    def if_then(self, condition: GraphCondition) -> IfNode:
         """Add an ``if`` node; its body (:attr:`IfNode.then`) runs when ``condition`` != 0.
 
         Returns
         -------
         IfNode
         """
-        return self._conditional(condition, GraphConditionalType.IF, 1, "IfNode", (12, 3))
+        node: IfNode = self._conditional(condition, GraphConditionalType.IF, 1, "IfNode", (12, 3))
+        return node
 
-    def if_else(self, condition):
+    def if_else(self, condition: GraphCondition) -> IfElseNode:
         """Add an ``if``/``else`` node (bodies :attr:`IfElseNode.then` and ``else_``).
 
         Returns
         -------
         IfElseNode
         """
-        return self._conditional(condition, GraphConditionalType.IF, 2, "IfElseNode", (12, 8))
+        node: IfElseNode = self._conditional(
+            condition, GraphConditionalType.IF, 2, "IfElseNode", (12, 8)
+        )
+        return node
 
-    def while_loop(self, condition):
+    def while_loop(self, condition: GraphCondition) -> WhileNode:
         """Add a ``while`` node; its body (:attr:`WhileNode.body`) repeats while ``condition`` != 0.
 
         Returns
         -------
         WhileNode
         """
-        return self._conditional(condition, GraphConditionalType.WHILE, 1, "WhileNode", (12, 3))
+        node: WhileNode = self._conditional(
+            condition, GraphConditionalType.WHILE, 1, "WhileNode", (12, 3)
+        )
+        return node
 
-    def switch(self, condition, count):
+    def switch(self, condition: GraphCondition, count: int) -> SwitchNode:
         """Add a ``switch`` node with ``count`` bodies (:attr:`SwitchNode.branches`).
 
         The body whose index equals ``condition`` runs; none if it is out of
@@ -428,14 +505,15 @@ class _NodeBuilders:
         SwitchNode
         """
         count = _switch_count(count)
-        return self._conditional(
+        node: SwitchNode = self._conditional(
             condition, GraphConditionalType.SWITCH, count, "SwitchNode", (12, 8)
         )
+        return node
 
     # ------------------------------------------------------------------
     # Private helpers.
 
-    def _add(self, owners, add):
+    def _add(self, owners: Iterable[object], add: Callable[[Any, Any, Any, int], int]) -> Any:
         """Add a node depending on this one and attach ``owners`` to it; return the node.
 
         ``add(out, c_graph, deps, count)`` calls the driver.  The owners are
@@ -457,7 +535,7 @@ class _NodeBuilders:
         gdef._box.commit(c_graph, c_node, uo)
         return c_node
 
-    def _deps(self):
+    def _deps(self) -> tuple[Any, int]:
         """Return ``(dependencies pointer, count)`` for a node depending on this one."""
         if self._node is None:
             return ffi.NULL, 0
@@ -466,7 +544,14 @@ class _NodeBuilders:
             dep = self._dep = ffi.new("CUgraphNode[1]", [self._node])
         return dep, 1
 
-    def _conditional(self, condition, kind, size, name, min_driver):
+    def _conditional(
+        self,
+        condition: object,
+        kind: GraphConditionalType,
+        size: int,
+        name: str,
+        min_driver: tuple[int, int],
+    ) -> Any:
         self._check_valid()
         if not isinstance(condition, GraphCondition):
             raise TypeError(
@@ -493,7 +578,9 @@ class _NodeBuilders:
         return node
 
 
-def _adopt_embedded(box, c_graph, c_node, source_box, c_source):
+def _adopt_embedded(
+    box: GraphBox, c_graph: Any, c_node: Any, source_box: GraphBox, c_source: Any
+) -> None:
     """Record the graph embedded in child node ``c_node`` and map its attachments.
 
     CUDA cloned ``c_source`` (of hierarchy ``source_box``) into the node,
@@ -506,18 +593,19 @@ def _adopt_embedded(box, c_graph, c_node, source_box, c_source):
     box.copy_maps(out[0], source_box, c_source)
 
 
-def _require_definition(value, what):
+def _require_definition(value: object, what: str) -> GraphDefinition:
     """Return ``value`` if it is a valid GraphDefinition; raise TypeError otherwise."""
     if not isinstance(value, _CLASSES["GraphDefinition"]):
         raise TypeError(f"{what} must be a GraphDefinition, not {type(value).__name__}")
-    value._check_valid()
-    return value
+    gdef: GraphDefinition = value
+    gdef._check_valid()
+    return gdef
 
 
-def _register(c_type=None):
+def _register(c_type: int | None = None) -> Callable[[_C], _C]:
     """Class decorator: register a class by name (and as the class of node type ``c_type``)."""
 
-    def register(cls):
+    def register(cls: _C) -> _C:
         _CLASSES[cls.__name__] = cls
         if c_type is not None:
             _BY_TYPE[c_type] = cls

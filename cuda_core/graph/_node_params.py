@@ -10,6 +10,8 @@ together with the objects the graph must keep alive for it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
+from typing import Any, Callable
 
 import cuda_core._arg_plan as _arg_plan
 from cuda_core._context import _current_ctx
@@ -25,12 +27,12 @@ from cuda_core._utils import as_address, index_or_none
 from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._types import GraphMemoryType
 
-__all__ = []
+__all__: list[str] = []
 
 _tls = threading.local()
 
 
-def _list_nodes(fn, handle):
+def _list_nodes(fn: Callable[..., int], handle: Any) -> list[Any]:
     """Call a ``(handle, CUgraphNode *, size_t *)`` driver query; return the nodes."""
     n = ffi.new("size_t *")
     check(fn(handle, ffi.NULL, n))
@@ -41,7 +43,7 @@ def _list_nodes(fn, handle):
     return [arr[i] for i in range(n[0])]
 
 
-def _node_out():
+def _node_out() -> Any:
     try:
         return _tls.node_out
     except AttributeError:
@@ -49,14 +51,14 @@ def _node_out():
         return out
 
 
-def _ctx():
+def _ctx() -> Any:
     c_ctx = _current_ctx()
     if c_ctx == ffi.NULL:
         raise CUDAError("no CUDA context is current; call Device.set_current() first")
     return c_ctx
 
 
-def _device_id(value, what):
+def _device_id(value: object, what: str) -> int:
     device_id = getattr(value, "device_id", value)
     index = index_or_none(device_id)
     if index is None:
@@ -67,22 +69,25 @@ def _device_id(value, what):
     return device_id
 
 
-def _memory_type(value):
+def _memory_type(value: object) -> GraphMemoryType:
     if value is None:
         return GraphMemoryType.DEVICE
     try:
-        return GraphMemoryType(value)
+        return GraphMemoryType(value)  # type: ignore[arg-type]  # the enum refuses others
     except ValueError:
         raise ValueError(
             f"memory_type must be one of 'device', 'host', 'managed', got {value!r}"
         ) from None
 
 
-def _as_address(value, what):
-    return as_address(value, what, "an int address or a Buffer")
+def _as_address(value: object, what: str) -> int:
+    address: int = as_address(value, what, "an int address or a Buffer")
+    return address
 
 
-def _operand(value, owner, what):
+def _operand(
+    value: object, owner: object, what: str
+) -> tuple[int, Buffer | None, tuple[object, ...]]:
     """Return ``(address, Buffer or None, keep)`` of a memcpy/memset operand.
 
     ``keep`` lists what the node must keep alive; :func:`_claims` turns its
@@ -102,12 +107,12 @@ def _operand(value, owner, what):
     return address, None, (owner,)
 
 
-def _claims(keep):
+def _claims(keep: Iterable[object]) -> tuple[object, ...]:
     """Return the owners a node attaches for ``keep``: a Buffer's allocation, not the Buffer."""
     return tuple(claim_allocation(o) if isinstance(o, Buffer) else o for o in keep)
 
 
-def _memory_kind(address):
+def _memory_kind(address: int) -> int:
     """Return the ``CUmemorytype`` to use in a copy for ``address``."""
     mtype = ffi.new("unsigned int *")
     attr = ffi.new("CUpointer_attribute[1]", [lib.CU_POINTER_ATTRIBUTE_MEMORY_TYPE])
@@ -115,12 +120,15 @@ def _memory_kind(address):
     check(lib.cuPointerGetAttributes(1, attr, data, address))
     # Addresses unknown to the driver (e.g. graph allocations not mapped yet)
     # are taken as device addresses.
-    if mtype[0] == lib.CU_MEMORYTYPE_HOST:
-        return lib.CU_MEMORYTYPE_HOST
-    return lib.CU_MEMORYTYPE_DEVICE
+    kind: int = (
+        lib.CU_MEMORYTYPE_HOST if mtype[0] == lib.CU_MEMORYTYPE_HOST else lib.CU_MEMORYTYPE_DEVICE
+    )
+    return kind
 
 
-def _memcpy_params(dst, src, size, dst_owner, src_owner):
+def _memcpy_params(
+    dst: object, src: object, size: Any, dst_owner: object, src_owner: object
+) -> tuple[Any, tuple[object, ...]]:
     """Return ``(CUDA_MEMCPY3D *, owners)`` for a 1-D copy."""
     c_dst, dst_buf, dst_keep = _operand(dst, dst_owner, "dst")
     c_src, src_buf, src_keep = _operand(src, src_owner, "src")
@@ -149,7 +157,7 @@ def _memcpy_params(dst, src, size, dst_owner, src_owner):
     return p, _claims(dst_keep + src_keep)
 
 
-def _fill_value(value):
+def _fill_value(value: object) -> tuple[int, int]:
     """Return ``(bits, element size)`` of a memset value."""
     if isinstance(value, bool):
         raise TypeError("value must be an int in [0, 256) or a 1, 2 or 4 byte buffer, not bool")
@@ -158,7 +166,7 @@ def _fill_value(value):
             raise ValueError(f"an int fill value must be in [0, 256), got {value}")
         return value, 1
     try:
-        raw = memoryview(value).tobytes()
+        raw = memoryview(value).tobytes()  # type: ignore[arg-type]  # TypeError handled below
     except TypeError:
         raise TypeError(
             "value must be an int in [0, 256) or an object supporting the buffer protocol "
@@ -169,7 +177,9 @@ def _fill_value(value):
     return int.from_bytes(raw, "little"), len(raw)
 
 
-def _memset_params(dst, value, width, height, pitch, dst_owner):
+def _memset_params(
+    dst: object, value: object, width: Any, height: Any, pitch: Any, dst_owner: object
+) -> tuple[Any, tuple[object, ...]]:
     """Return ``(CUDA_MEMSET_NODE_PARAMS *, owners)``."""
     c_dst, buf, keep = _operand(dst, dst_owner, "dst")
     bits, elem = _fill_value(value)
@@ -199,7 +209,13 @@ def _memset_params(dst, value, width, height, pitch, dst_owner):
     return p, _claims(keep)
 
 
-def _kernel_params(config, kernel, args, *, current=None):
+def _kernel_params(
+    config: object,
+    kernel: Kernel | None,
+    args: Iterable[object] | None,
+    *,
+    current: Any = None,
+) -> tuple[Any, list[object], Kernel | None]:
     """Return ``(CUDA_KERNEL_NODE_PARAMS *, owners, kernel)`` for a kernel node.
 
     With ``current`` (the node's present parameters), ``kernel`` and
@@ -209,12 +225,12 @@ def _kernel_params(config, kernel, args, *, current=None):
     if config.cluster is not None or config.is_cooperative:
         raise NotImplementedError("clustered or cooperative graph kernel nodes are not supported")
     p = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
-    owners = []
+    owners: list[object] = []
     if kernel is not None:
         if not isinstance(kernel, Kernel):
             raise TypeError(f"kernel must be a Kernel, not {type(kernel).__name__}")
-        kernel._require_open()
-        p.kern = kernel._handle
+        kernel._require_open()  # type: ignore[no-untyped-call]  # not annotated yet
+        p.kern = kernel._handle  # type: ignore[attr-defined]  # a slot Kernel does not declare
         p.func = ffi.NULL
         p.ctx = ffi.NULL
         owners.append(kernel)
@@ -241,18 +257,18 @@ def _kernel_params(config, kernel, args, *, current=None):
     return p, owners, kernel
 
 
-def _pack_args(kernel, args):
+def _pack_args(kernel: Kernel | None, args: tuple[object, ...]) -> tuple[Any, Any]:
     """Pack ``args`` as :func:`~cuda_core.launch` does; return ``(void **, storage)``.
 
     Uses the launcher's cached argument plan for this kernel and argument
     types; the packed values are copied into storage owned by the caller.
     """
     if _arg_plan._IS_PYPY:
-        st = _arg_plan._thread_state(0)
-        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)
+        st = _arg_plan._thread_state(0)  # type: ignore[no-untyped-call]  # not annotated yet
+        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)  # type: ignore[no-untyped-call]  # not annotated yet
         blob = ffi.buffer(st.buf, plan.size)[:]
     else:
-        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)
+        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)  # type: ignore[no-untyped-call]  # not annotated yet
     n = plan.nargs
     storage = ffi.new("char[]", bytes(blob) or b"\0")
     c_params = ffi.new("void *[]", max(n, 1))
@@ -262,7 +278,7 @@ def _pack_args(kernel, args):
     return c_params, storage
 
 
-def _require_event(event):
+def _require_event(event: object) -> object:
     """Check ``event``; return the claim a node attaches to keep its ``CUevent`` alive.
 
     A closed Event raises RuntimeError (``cuda.core`` hands the driver a null
