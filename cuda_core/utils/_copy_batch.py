@@ -10,6 +10,8 @@ drivers keep serving the 12.8 one to callers that ask for it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Sequence
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error
 from cuda_core._memory._batch import SIZE_MAX, coerce_buffers, hex_address, run_starts, u64_array
@@ -22,6 +24,12 @@ from cuda_core._memory._copy_options import (
 from cuda_core._memory._location import current_driver_version
 from cuda_core._stream import _as_open_stream
 
+if TYPE_CHECKING:
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core._memory._copy_options import CopyOptions
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+
 __all__ = ["copy_batch"]
 
 #: The driver version that introduced ``cuMemcpyBatchAsync``.
@@ -32,14 +40,22 @@ _SINGLE_HINT = "Buffer.copy_to / Buffer.copy_from"
 #: Handles the driver treats as the legacy default stream (NULL, CU_STREAM_LEGACY).
 _LEGACY_HANDLES = (0, 1)
 
-_DEFAULTS = []  # [(attrs, attrsIdxs, numAttrs)] for the default options, once made
+_DEFAULTS: list[
+    tuple[Any, Any, int]
+] = []  # [(attrs, attrsIdxs, numAttrs)] for the default options, once made
 
 _FALLBACK_REQUIREMENT = (
     "a driver for CUDA 12.8 or newer (cuMemcpyBatchAsync is unavailable with this driver)"
 )
 
 
-def copy_batch(stream, srcs, dsts, *, options=None):
+def copy_batch(
+    stream: Stream | GraphBuilder,
+    srcs: Sequence[Buffer],
+    dsts: Sequence[Buffer],
+    *,
+    options: CopyOptions | Sequence[CopyOptions] | None = None,
+) -> None:
     """Copy each buffer of ``srcs`` into the matching one of ``dsts``, asynchronously.
 
     The copies go to the driver in one ``cuMemcpyBatchAsync`` call.  The
@@ -93,8 +109,8 @@ def copy_batch(stream, srcs, dsts, *, options=None):
     ``DURING_API_CALL`` raises RuntimeError, since a stream-ordered copy
     cannot read the source before the call returns.
     """
-    src_bufs = coerce_buffers(srcs, "copy_batch", _SINGLE_HINT)
-    dst_bufs = coerce_buffers(dsts, "copy_batch", _SINGLE_HINT)
+    src_bufs = coerce_buffers(srcs, "copy_batch", _SINGLE_HINT)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+    dst_bufs = coerce_buffers(dsts, "copy_batch", _SINGLE_HINT)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
     n = len(src_bufs)
     if len(dst_bufs) != n:
         raise ValueError(f"copy_batch: srcs length {n} does not match dsts length {len(dst_bufs)}")
@@ -114,7 +130,7 @@ def copy_batch(stream, srcs, dsts, *, options=None):
             f"copy_batch: buffer size mismatch at index {i} (src={sizes[i]}, dst={dst_sizes[i]})"
         )
     live = [i for i in range(n) if sizes[i]] if 0 in sizes else None
-    attrs = None if options is None else _normalize_copy_options(options, n)
+    attrs = None if options is None else _normalize_copy_options(options, n)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
     if current_driver_version() >= _BATCH_DRIVER:
         if live is None:
             _copy_native(src_bufs, dst_bufs, sizes, None, attrs, s)
@@ -123,7 +139,7 @@ def copy_batch(stream, srcs, dsts, *, options=None):
         return
     if attrs is not None:
         for i, attr in enumerate(attrs):
-            _reject_unsupported_during_api_call(
+            _reject_unsupported_during_api_call(  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
                 attr.src_access_order, _FALLBACK_REQUIREMENT, index=i
             )
     for i in range(n) if live is None else live:
@@ -136,7 +152,7 @@ def copy_batch(stream, srcs, dsts, *, options=None):
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
-def _refuse_capture(s):
+def _refuse_capture(s: Stream) -> None:
     c_status = ffi.new("CUstreamCaptureStatus *")
     check(lib.cuStreamIsCapturing(s._handle, c_status), "cuStreamIsCapturing")
     if c_status[0] != lib.CU_STREAM_CAPTURE_STATUS_NONE:
@@ -147,7 +163,14 @@ def _refuse_capture(s):
         )
 
 
-def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
+def _copy_native(
+    src_bufs: Sequence[Any],  # Buffers
+    dst_bufs: Sequence[Any],  # Buffers
+    sizes: list[int],
+    live: list[int] | None,
+    attrs: Sequence[CopyOptions] | None,
+    s: Stream,
+) -> None:
     """One ``cuMemcpyBatchAsync`` call.
 
     ``sizes``: each copy's size; ``live``: the indices of the non-empty
@@ -156,15 +179,15 @@ def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
     """
     if live is None:
         count = len(src_bufs)
-        c_dsts = u64_array("CUdeviceptr[]", [buf._ptr for buf in dst_bufs])
-        c_srcs = u64_array("CUdeviceptr[]", [buf._ptr for buf in src_bufs])
-        c_sizes = u64_array("size_t[]", sizes)
+        c_dsts = u64_array("CUdeviceptr[]", [buf._ptr for buf in dst_bufs])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        c_srcs = u64_array("CUdeviceptr[]", [buf._ptr for buf in src_bufs])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        c_sizes = u64_array("size_t[]", sizes)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
         live_attrs = attrs
     else:
         count = len(live)
-        c_dsts = u64_array("CUdeviceptr[]", [dst_bufs[i]._ptr for i in live])
-        c_srcs = u64_array("CUdeviceptr[]", [src_bufs[i]._ptr for i in live])
-        c_sizes = u64_array("size_t[]", [sizes[i] for i in live])
+        c_dsts = u64_array("CUdeviceptr[]", [dst_bufs[i]._ptr for i in live])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        c_srcs = u64_array("CUdeviceptr[]", [src_bufs[i]._ptr for i in live])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        c_sizes = u64_array("size_t[]", [sizes[i] for i in live])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
         live_attrs = None if attrs is None else [attrs[i] for i in live]
     if live_attrs is None:
         c_attrs, c_idxs, num_attrs = _default_attributes()
@@ -172,7 +195,7 @@ def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
         starts = _attr_run_starts(live_attrs)
         c_attrs = ffi.new("CUmemcpyAttributes[]", len(starts))
         for k, start in enumerate(starts):
-            _fill_attributes(c_attrs[k], live_attrs[start])
+            _fill_attributes(c_attrs[k], live_attrs[start])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
         c_idxs = ffi.new("size_t[]", starts)
         num_attrs = len(starts)
     c_fail = ffi.new("size_t *", SIZE_MAX)
@@ -183,24 +206,30 @@ def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
         raise _batch_error(status, c_fail[0], live, src_bufs, dst_bufs)
 
 
-def _attr_run_starts(attrs):
+def _attr_run_starts(attrs: Sequence[CopyOptions]) -> list[int]:
     """Return where each run of equal neighbouring options starts (the driver's ``attrsIdxs``)."""
-    return run_starts(attrs)
+    return run_starts(attrs)  # type: ignore[no-any-return, no-untyped-call]  # _memory helpers: not annotated
 
 
-def _default_attributes():
+def _default_attributes() -> tuple[Any, Any, int]:
     """``(attrs, attrsIdxs, numAttrs)`` applying the default options to a whole batch.
 
     Made once; the driver only reads them.
     """
     if not _DEFAULTS:
         c_attrs = ffi.new("CUmemcpyAttributes[1]")
-        _fill_attributes(c_attrs[0], _DEFAULT_OPTIONS)
+        _fill_attributes(c_attrs[0], _DEFAULT_OPTIONS)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
         _DEFAULTS.append((c_attrs, ffi.new("size_t[1]", [0]), 1))
     return _DEFAULTS[0]
 
 
-def _batch_error(status, fail, live, src_bufs, dst_bufs):
+def _batch_error(
+    status: int,
+    fail: int,
+    live: list[int] | None,
+    src_bufs: Sequence[Any],  # Buffers
+    dst_bufs: Sequence[Any],  # Buffers
+) -> Exception:
     """The CUDAError for a failed batch, naming the failed copy when the driver did.
 
     ``live``: the indices of the copies given to the driver (None: all).
@@ -214,8 +243,8 @@ def _batch_error(status, fail, live, src_bufs, dst_bufs):
     return driver_error(status, context)
 
 
-def _describe_copy(i, n, src, dst):
+def _describe_copy(i: int, n: int, src: Any, dst: Any) -> str:
     return (
-        f"copy {i} of {n} failed (src={hex_address(src._ptr)}, dst={hex_address(dst._ptr)}, "
+        f"copy {i} of {n} failed (src={hex_address(src._ptr)}, dst={hex_address(dst._ptr)}, "  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
         f"size={src._size})"
     )
