@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core._memory._buffer import Buffer
 
-__all__ = []
+__all__: list[str] = []
 
 #: ``size_t`` all ones: what the driver writes as a failed copy's index when
 #: the failure concerns no particular copy.
@@ -30,7 +31,7 @@ SIZE_MAX = (1 << 64) - 1
 _VIA_ARRAY = sys.implementation.name == "cpython" and array.array("Q").itemsize == 8
 
 
-def coerce_buffers(buffers, what, single_hint):
+def coerce_buffers(buffers: Any, what: str, single_hint: str) -> tuple[Buffer, ...]:
     """Return ``buffers`` as a tuple of open Buffers.
 
     A bare Buffer is refused (the per-buffer API named by ``single_hint`` is
@@ -71,7 +72,7 @@ def coerce_buffers(buffers, what, single_hint):
     return out
 
 
-def u64_array(ctype, values):
+def u64_array(ctype: str, values: Iterable[int]) -> Any:
     """Return a C array of ``ctype`` (a 64-bit unsigned type) holding ``values``.
 
     ``ctype`` names the array type, e.g. ``"CUdeviceptr[]"`` or ``"size_t[]"``.
@@ -81,7 +82,7 @@ def u64_array(ctype, values):
     return ffi.new(ctype, values)
 
 
-def run_starts(values):
+def run_starts(values: Iterable[object]) -> list[int]:
     """Return the index where each run of equal neighbouring ``values`` starts.
 
     This is the driver's ``*Idxs`` encoding: entry ``k`` of the value array
@@ -89,8 +90,8 @@ def run_starts(values):
     last one up to the end), so a value shared by the whole batch reaches
     the driver once.
     """
-    starts = []
-    prev = None
+    starts: list[int] = []
+    prev: object = None
     for i, value in enumerate(values):
         if i == 0 or value != prev:
             starts.append(i)
@@ -98,6 +99,6 @@ def run_starts(values):
     return starts
 
 
-def hex_address(address):
+def hex_address(address: int) -> str:
     """Format an address for an error message."""
     return f"0x{address:x}"

@@ -87,6 +87,13 @@ class Buffer(BufferExports, Closeable):
         "_extra",
         "__weakref__",
     )
+    _ptr: int
+    _size: int
+    _mr: MemoryResource | None
+    _release: Any
+    _dstream: Stream
+    _closed: bool
+    _extra: _Extra | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(

@@ -8,15 +8,16 @@ and the driver's view of a pointer (``_query_memory_attrs``).
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as, status_in
 from cuda_core._utils import as_address, as_int_handle, index_or_none
 
-__all__ = []
+__all__: list[str] = []
 
 
-def _as_address(ptr, what="ptr"):
+def _as_address(ptr: Any, what: str = "ptr") -> int:
     """Return ``ptr`` as an int address in ``[0, 2**64)``.
 
     Accepts None (0), an int or any integer object with ``__index__`` (not a
@@ -31,10 +32,10 @@ def _as_address(ptr, what="ptr"):
             return as_int_handle(ptr)
         if index_or_none(ptr) is None and _is_bindings_handle(ptr):
             ptr = int(ptr)
-    return as_address(ptr, what, "an int address or a pointer object")
+    return as_address(ptr, what, "an int address or a pointer object")  # type: ignore[no-untyped-call, no-any-return]  # _utils.as_address is not annotated yet
 
 
-def _is_bindings_handle(obj):
+def _is_bindings_handle(obj: object) -> bool:
     """Whether ``obj`` is a handle object of cuda-bindings (e.g. ``CUdeviceptr``)."""
     module = getattr(type(obj), "__module__", None) or ""
     return module.startswith(("cuda.bindings.", "cuda.cuda", "cuda.ccuda")) and hasattr(
@@ -47,7 +48,7 @@ class _FillValueRangeError(OverflowError, ValueError):
     """An int fill value outside [0, 256): an OverflowError (as upstream) and a ValueError."""
 
 
-def _parse_fill_value(value):
+def _parse_fill_value(value: Any) -> tuple[int, int]:
     """Return ``(bits, width)`` for :meth:`Buffer.fill`."""
     if isinstance(value, int):
         if not 0 <= value < 256:
@@ -68,7 +69,7 @@ def _parse_fill_value(value):
     return int.from_bytes(raw, sys.byteorder), len(raw)
 
 
-def _query_memory_attrs(c_ptr):
+def _query_memory_attrs(c_ptr: Any) -> tuple[bool, bool, int, bool]:
     """Ask the driver what kind of memory ``c_ptr`` points to."""
     memory_type = ffi.new("unsigned int *")
     is_managed = ffi.new("int *")

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._location import current_driver_version, location_pair
 from cuda_core.typing import _StrEnum
+
+if TYPE_CHECKING:
+    from cuda_core._stream import Stream
 
 __all__ = ["CopyOptions", "MemcpyOverlapMode", "MemcpySrcAccessOrder"]
 
@@ -95,7 +99,7 @@ class CopyOptions:
     dst_location_hint: object | None = None
     overlap_mode: MemcpyOverlapMode | str = "default"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.src_access_order, MemcpySrcAccessOrder):
             try:
                 order = MemcpySrcAccessOrder(self.src_access_order)
@@ -128,18 +132,18 @@ _SINGLE_FALLBACK_REQUIREMENT = (
     "a driver for CUDA 13.2 or newer (cuMemcpyWithAttributesAsync is unavailable with this driver)"
 )
 
-_ORDER_TO_DRIVER = {
+_ORDER_TO_DRIVER: dict[str, int] = {
     MemcpySrcAccessOrder.STREAM: lib.CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
     MemcpySrcAccessOrder.DURING_API_CALL: lib.CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL,
     MemcpySrcAccessOrder.ANY: lib.CU_MEMCPY_SRC_ACCESS_ORDER_ANY,
 }
-_OVERLAP_TO_FLAGS = {
+_OVERLAP_TO_FLAGS: dict[str, int] = {
     MemcpyOverlapMode.DEFAULT: lib.CU_MEMCPY_FLAG_DEFAULT,
     MemcpyOverlapMode.PREFER_OVERLAP_WITH_COMPUTE: lib.CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE,
 }
 
 
-def copy_one(c_dst, c_src, size, s, options, what):
+def copy_one(c_dst: int, c_src: int, size: int, s: Stream, options: object, what: str) -> None:
     """Copy ``size`` bytes on open stream ``s``, honouring ``options`` where the driver can.
 
     ``options`` None is a plain ``cuMemcpyAsync``.  A :class:`CopyOptions`
@@ -189,14 +193,14 @@ def copy_one(c_dst, c_src, size, s, options, what):
         check(lib.cuMemcpyAsync(c_dst, c_src, size, s._handle))
 
 
-def _is_capturing(s):
+def _is_capturing(s: Stream) -> bool:
     """Whether stream ``s`` is capturing into a graph."""
     c_status = ffi.new("CUstreamCaptureStatus *")
     check(lib.cuStreamIsCapturing(s._handle, c_status), "cuStreamIsCapturing")
-    return c_status[0] == lib.CU_STREAM_CAPTURE_STATUS_ACTIVE
+    return c_status[0] == lib.CU_STREAM_CAPTURE_STATUS_ACTIVE  # type: ignore[no-any-return]  # lib is Any
 
 
-def _normalize_copy_options(options, n):
+def _normalize_copy_options(options: object, n: int) -> tuple[CopyOptions, ...]:
     """Return one :class:`CopyOptions` per copy (a tuple of ``n``).
 
     ``None`` and a single :class:`CopyOptions` apply to every copy; a
@@ -224,7 +228,9 @@ def _normalize_copy_options(options, n):
     )
 
 
-def _reject_unsupported_during_api_call(src_access_order, requirement, *, index=None):
+def _reject_unsupported_during_api_call(
+    src_access_order: MemcpySrcAccessOrder | str, requirement: str, *, index: int | None = None
+) -> None:
     """Refuse ``DURING_API_CALL`` where copies fall back to plain ``cuMemcpyAsync``.
 
     ``STREAM`` and ``ANY`` promise nothing a stream-ordered copy does not
@@ -249,7 +255,7 @@ def _reject_unsupported_during_api_call(src_access_order, requirement, *, index=
     )
 
 
-def _fill_attributes(c_attr, options):
+def _fill_attributes(c_attr: Any, options: CopyOptions) -> None:
     """Write ``options`` into the ``CUmemcpyAttributes`` struct ``c_attr`` (zeroed)."""
     c_attr.srcAccessOrder = _ORDER_TO_DRIVER[options.src_access_order]
     c_attr.flags = _OVERLAP_TO_FLAGS[options.overlap_mode]

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any, Callable
 
 __all__ = ["register"]
 
 _MODULE = "multiprocessing.reduction"
-_pending = []  # (class, reducer) pairs waiting for _MODULE
+_pending: list[tuple[type, Callable[..., Any]]] = []  # (class, reducer) pairs waiting for _MODULE
 _lock = threading.Lock()
 
 
-def register(cls, reducer):
+def register(cls: type, reducer: Callable[..., Any]) -> None:
     """Call ``multiprocessing.reduction.register(cls, reducer)`` now or once it is imported."""
     with _lock:
         module = sys.modules.get(_MODULE)
@@ -34,7 +35,7 @@ def register(cls, reducer):
     module.register(cls, reducer)
 
 
-def _apply_pending(module):
+def _apply_pending(module: Any) -> None:
     with _lock:
         if _watcher in sys.meta_path:
             sys.meta_path.remove(_watcher)
@@ -52,10 +53,10 @@ class _Watcher:
     registrations once the module has run.
     """
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname != _MODULE:
             return None
-        spec = None
+        spec: Any = None
         for finder in list(sys.meta_path):
             find = getattr(finder, "find_spec", None)
             if finder is self or find is None:
@@ -67,7 +68,7 @@ class _Watcher:
         if exec_module is None:  # pragma: no cover - not a loader of the standard kind
             return spec
 
-        def exec_then_register(module):
+        def exec_then_register(module: Any) -> None:
             exec_module(module)
             _apply_pending(module)
 

@@ -10,12 +10,17 @@ checks.  Device ordinals are not locations (as in ``cuda.core``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import lib
 from cuda_core._host import Host
 from cuda_core._loader import driver_version
 
-__all__ = []
+__all__: list[str] = []
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
 
 #: The driver version that introduced host NUMA locations in cuda.core's
 #: managed-memory and copy operations.
@@ -30,7 +35,7 @@ _LOC_HOST_NUMA_CURRENT = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
 current_driver_version = driver_version
 
 
-def location_pair(value, *, allow_none=False):
+def location_pair(value: Any, *, allow_none: bool = False) -> tuple[int, int] | None:
     """Return ``(CUmemLocationType, id)`` for a memory location, or None.
 
     Accepts a :class:`~cuda_core.Device` or a :class:`~cuda_core.Host` (the
@@ -62,22 +67,22 @@ def location_pair(value, *, allow_none=False):
     raise TypeError(f"location must be a Device, Host, or None; got {type(value).__name__}")
 
 
-def is_location(value):
+def is_location(value: object) -> bool:
     """Whether ``value`` is a Device or a Host."""
     return isinstance(value, Host) or _is_device(value)
 
 
-def device_location(ordinal):
+def device_location(ordinal: int) -> Device:
     """Return the :class:`~cuda_core.Device` of ``ordinal`` (a location the driver reported)."""
     return _slots.Device(ordinal)
 
 
-def _is_device(value):
+def _is_device(value: object) -> bool:
     device_class = _slots.Device
     return device_class is not None and isinstance(value, device_class)
 
 
-def _require_numa_driver():
+def _require_numa_driver() -> None:
     """Refuse a NUMA-specific Host before CUDA 13.0, as ``cuda.core`` does.
 
     ``cuda.core`` bound to CUDA 12 passes host locations as the legacy

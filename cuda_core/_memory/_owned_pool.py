@@ -9,11 +9,12 @@ it when the allocation is freed.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from cuda_core._cuda_ffi import lib
 from cuda_core._errors import check, warn_cuda
 
-__all__ = []
+__all__: list[str] = []
 
 
 class _OwnedPool:
@@ -35,17 +36,17 @@ class _OwnedPool:
 
     __slots__ = ("live", "token", "closing", "what")
 
-    def __init__(self, c_pool, what):
-        self.live = []
-        self.token = [c_pool]
+    def __init__(self, c_pool: Any, what: str) -> None:
+        self.live: list[None] = []
+        self.token: list[Any] = [c_pool]
         self.closing = False
         self.what = what
 
-    def acquire(self):
+    def acquire(self) -> None:
         """Count one more outstanding allocation."""
         self.live.append(None)
 
-    def release(self, raise_errors, stream=None):
+    def release(self, raise_errors: bool, stream: Any = None) -> None:
         """Count one allocation freed; destroy the pool if it was the last of a closed pool.
 
         ``stream`` ordered that free: before destroying the pool, it is
@@ -68,13 +69,13 @@ class _OwnedPool:
                     check(status, f"{self.what}: cuStreamSynchronize before cuMemPoolDestroy")
                 warn_cuda(f"cuStreamSynchronize before destroying a {self.what} pool", status)
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the pool now, or after the last outstanding allocation is freed."""
         self.closing = True
         if not self.live:
             self._destroy(True)
 
-    def _destroy(self, raise_errors):
+    def _destroy(self, raise_errors: bool) -> None:
         try:
             c_pool = self.token.pop()
         except IndexError:
@@ -85,7 +86,7 @@ class _OwnedPool:
                 check(status, f"{self.what}: cuMemPoolDestroy")
             warn_cuda(f"cuMemPoolDestroy of a {self.what} pool", status)
 
-    def __del__(self):
+    def __del__(self) -> None:
         # The resource was garbage collected without close().
         if self.token and not sys.is_finalizing():  # at exit the driver reclaims everything
             self.closing = True

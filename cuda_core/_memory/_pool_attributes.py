@@ -3,30 +3,33 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import require_open
 
-__all__ = []
+__all__: list[str] = []
 
 
 class _MemPoolAttributes:
     """Attributes of a memory pool (read live from the driver)."""
 
     __slots__ = ("_mr",)
+    _mr: Any  # a pool-backed memory resource
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "_MemPoolAttributes cannot be instantiated directly. Please use MemoryResource APIs."
         )
 
     @classmethod
-    def _init(cls, mr):
+    def _init(cls, mr: Any) -> _MemPoolAttributes:
         self = object.__new__(cls)
         self._mr = mr
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         names = (
             "reuse_follow_event_dependencies",
             "reuse_allow_opportunistic",
@@ -40,55 +43,55 @@ class _MemPoolAttributes:
         body = ", ".join(f"{n}={getattr(self, n)}" for n in names)
         return f"{type(self).__name__}({body})"
 
-    def _get(self, attr, ctype):
+    def _get(self, attr: int, ctype: str) -> Any:
         mr = self._mr
         require_open(mr, mr.is_closed, type(mr).__name__)
         value = ffi.new(ctype)
         check(lib.cuMemPoolGetAttribute(mr._pool, attr, value), "cuMemPoolGetAttribute")
         return value[0]
 
-    def _set(self, attr, ctype, value):
+    def _set(self, attr: int, ctype: str, value: int) -> None:
         mr = self._mr
         require_open(mr, mr.is_closed, type(mr).__name__)
         c_value = ffi.new(ctype, value)
         check(lib.cuMemPoolSetAttribute(mr._pool, attr, c_value), "cuMemPoolSetAttribute")
 
     @property
-    def reuse_follow_event_dependencies(self):
+    def reuse_follow_event_dependencies(self) -> bool:
         """bool: Allow reuse of memory freed on another stream after an event dependency."""
         return bool(self._get(lib.CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, "int *"))
 
     @property
-    def reuse_allow_opportunistic(self):
+    def reuse_allow_opportunistic(self) -> bool:
         """bool: Allow reuse of completed frees without a dependency."""
         return bool(self._get(lib.CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, "int *"))
 
     @property
-    def reuse_allow_internal_dependencies(self):
+    def reuse_allow_internal_dependencies(self) -> bool:
         """bool: Allow the driver to insert dependencies to reuse memory."""
         return bool(self._get(lib.CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, "int *"))
 
     @property
-    def release_threshold(self):
+    def release_threshold(self) -> int:
         """int: Reserved memory (bytes) the pool keeps before releasing to the OS."""
         return int(self._get(lib.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, "cuuint64_t *"))
 
     @property
-    def reserved_mem_current(self):
+    def reserved_mem_current(self) -> int:
         """int: Backing memory currently reserved by the pool, in bytes."""
         return int(self._get(lib.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, "cuuint64_t *"))
 
     @property
-    def reserved_mem_high(self):
+    def reserved_mem_high(self) -> int:
         """int: High watermark of reserved memory, in bytes."""
         return int(self._get(lib.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, "cuuint64_t *"))
 
     @property
-    def used_mem_current(self):
+    def used_mem_current(self) -> int:
         """int: Memory currently allocated from the pool, in bytes."""
         return int(self._get(lib.CU_MEMPOOL_ATTR_USED_MEM_CURRENT, "cuuint64_t *"))
 
     @property
-    def used_mem_high(self):
+    def used_mem_high(self) -> int:
         """int: High watermark of allocated memory, in bytes."""
         return int(self._get(lib.CU_MEMPOOL_ATTR_USED_MEM_HIGH, "cuuint64_t *"))

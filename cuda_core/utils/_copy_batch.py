@@ -109,8 +109,8 @@ def copy_batch(
     ``DURING_API_CALL`` raises RuntimeError, since a stream-ordered copy
     cannot read the source before the call returns.
     """
-    src_bufs = coerce_buffers(srcs, "copy_batch", _SINGLE_HINT)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
-    dst_bufs = coerce_buffers(dsts, "copy_batch", _SINGLE_HINT)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+    src_bufs = coerce_buffers(srcs, "copy_batch", _SINGLE_HINT)
+    dst_bufs = coerce_buffers(dsts, "copy_batch", _SINGLE_HINT)
     n = len(src_bufs)
     if len(dst_bufs) != n:
         raise ValueError(f"copy_batch: srcs length {n} does not match dsts length {len(dst_bufs)}")
@@ -130,7 +130,7 @@ def copy_batch(
             f"copy_batch: buffer size mismatch at index {i} (src={sizes[i]}, dst={dst_sizes[i]})"
         )
     live = [i for i in range(n) if sizes[i]] if 0 in sizes else None
-    attrs = None if options is None else _normalize_copy_options(options, n)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+    attrs = None if options is None else _normalize_copy_options(options, n)
     if current_driver_version() >= _BATCH_DRIVER:
         if live is None:
             _copy_native(src_bufs, dst_bufs, sizes, None, attrs, s)
@@ -139,7 +139,7 @@ def copy_batch(
         return
     if attrs is not None:
         for i, attr in enumerate(attrs):
-            _reject_unsupported_during_api_call(  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+            _reject_unsupported_during_api_call(
                 attr.src_access_order, _FALLBACK_REQUIREMENT, index=i
             )
     for i in range(n) if live is None else live:
@@ -179,15 +179,15 @@ def _copy_native(
     """
     if live is None:
         count = len(src_bufs)
-        c_dsts = u64_array("CUdeviceptr[]", [buf._ptr for buf in dst_bufs])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
-        c_srcs = u64_array("CUdeviceptr[]", [buf._ptr for buf in src_bufs])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
-        c_sizes = u64_array("size_t[]", sizes)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        c_dsts = u64_array("CUdeviceptr[]", [buf._ptr for buf in dst_bufs])
+        c_srcs = u64_array("CUdeviceptr[]", [buf._ptr for buf in src_bufs])
+        c_sizes = u64_array("size_t[]", sizes)
         live_attrs = attrs
     else:
         count = len(live)
-        c_dsts = u64_array("CUdeviceptr[]", [dst_bufs[i]._ptr for i in live])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
-        c_srcs = u64_array("CUdeviceptr[]", [src_bufs[i]._ptr for i in live])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
-        c_sizes = u64_array("size_t[]", [sizes[i] for i in live])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        c_dsts = u64_array("CUdeviceptr[]", [dst_bufs[i]._ptr for i in live])
+        c_srcs = u64_array("CUdeviceptr[]", [src_bufs[i]._ptr for i in live])
+        c_sizes = u64_array("size_t[]", [sizes[i] for i in live])
         live_attrs = None if attrs is None else [attrs[i] for i in live]
     if live_attrs is None:
         c_attrs, c_idxs, num_attrs = _default_attributes()
@@ -195,7 +195,7 @@ def _copy_native(
         starts = _attr_run_starts(live_attrs)
         c_attrs = ffi.new("CUmemcpyAttributes[]", len(starts))
         for k, start in enumerate(starts):
-            _fill_attributes(c_attrs[k], live_attrs[start])  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+            _fill_attributes(c_attrs[k], live_attrs[start])
         c_idxs = ffi.new("size_t[]", starts)
         num_attrs = len(starts)
     c_fail = ffi.new("size_t *", SIZE_MAX)
@@ -208,7 +208,7 @@ def _copy_native(
 
 def _attr_run_starts(attrs: Sequence[CopyOptions]) -> list[int]:
     """Return where each run of equal neighbouring options starts (the driver's ``attrsIdxs``)."""
-    return run_starts(attrs)  # type: ignore[no-any-return, no-untyped-call]  # _memory helpers: not annotated
+    return run_starts(attrs)
 
 
 def _default_attributes() -> tuple[Any, Any, int]:
@@ -218,7 +218,7 @@ def _default_attributes() -> tuple[Any, Any, int]:
     """
     if not _DEFAULTS:
         c_attrs = ffi.new("CUmemcpyAttributes[1]")
-        _fill_attributes(c_attrs[0], _DEFAULT_OPTIONS)  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        _fill_attributes(c_attrs[0], _DEFAULT_OPTIONS)
         _DEFAULTS.append((c_attrs, ffi.new("size_t[1]", [0]), 1))
     return _DEFAULTS[0]
 
@@ -245,6 +245,6 @@ def _batch_error(
 
 def _describe_copy(i: int, n: int, src: Any, dst: Any) -> str:
     return (
-        f"copy {i} of {n} failed (src={hex_address(src._ptr)}, dst={hex_address(dst._ptr)}, "  # type: ignore[no-untyped-call]  # _memory helpers: not annotated
+        f"copy {i} of {n} failed (src={hex_address(src._ptr)}, dst={hex_address(dst._ptr)}, "
         f"size={src._size})"
     )
