@@ -329,7 +329,7 @@ def _ctypes_bytes(obj: Any) -> bytes:
     return ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj))
 
 
-def _closed_buffer(buf: Any, index: int) -> int:
+def _closed_buffer(buf: Buffer, index: int) -> int:
     """Second half of ``buf._ptr or ...``: raise for a closed Buffer, else 0."""
     if buf._closed:
         raise RuntimeError(f"kernel argument {index}: Buffer is closed")

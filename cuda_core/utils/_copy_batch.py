@@ -164,8 +164,8 @@ def _refuse_capture(s: Stream) -> None:
 
 
 def _copy_native(
-    src_bufs: Sequence[Any],  # Buffers
-    dst_bufs: Sequence[Any],  # Buffers
+    src_bufs: Sequence[Buffer],
+    dst_bufs: Sequence[Buffer],
     sizes: list[int],
     live: list[int] | None,
     attrs: Sequence[CopyOptions] | None,
@@ -227,8 +227,8 @@ def _batch_error(
     status: int,
     fail: int,
     live: list[int] | None,
-    src_bufs: Sequence[Any],  # Buffers
-    dst_bufs: Sequence[Any],  # Buffers
+    src_bufs: Sequence[Buffer],
+    dst_bufs: Sequence[Buffer],
 ) -> Exception:
     """The CUDAError for a failed batch, naming the failed copy when the driver did.
 
@@ -243,7 +243,7 @@ def _batch_error(
     return driver_error(status, context)
 
 
-def _describe_copy(i: int, n: int, src: Any, dst: Any) -> str:
+def _describe_copy(i: int, n: int, src: Buffer, dst: Buffer) -> str:
     return (
         f"copy {i} of {n} failed (src={hex_address(src._ptr)}, dst={hex_address(dst._ptr)}, "
         f"size={src._size})"
