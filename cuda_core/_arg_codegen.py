@@ -20,8 +20,18 @@ no user text reaches it.
 from __future__ import annotations
 
 import types
+from typing import TYPE_CHECKING
 
-__all__ = []
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Literal, Sequence, Tuple
+
+    from cuda_core._arg_types import _Slot
+
+    #: One packed value of an argument: (struct code, CPython expr, PyPy expr, blob offset).
+    _Item = Tuple[str, str, str, int]
+    _ArgItems = Sequence[Sequence[_Item]]
+
+__all__: list[str] = []
 
 _VIEWS = {
     "?": ("u8", 1),
@@ -43,7 +53,7 @@ _VIEWS = {
 _RUN_MIN = 17
 
 
-def _compile(source, namespace, name):
+def _compile(source: str, namespace: Dict[str, Any], name: str) -> Callable[..., Any]:
     """Compile generated plan code in a fresh module namespace; return function ``name``.
 
     A real module dictionary (rather than a plain dict) lets PyPy's JIT treat
@@ -53,10 +63,12 @@ def _compile(source, namespace, name):
     module.__dict__.update(namespace)
     code = compile(source, f"<cuda_core launch plan {name}>", "exec")
     exec(code, module.__dict__)  # noqa: S102 - generated from a fixed grammar, no user text
-    return module.__dict__[name]
+    return module.__dict__[name]  # type: ignore[no-any-return]  # the generated function
 
 
-def _guards(slots, with_types, indices=None):
+def _guards(
+    slots: Sequence[_Slot], with_types: bool, indices: Sequence[int] | None = None
+) -> List[str]:
     """Return the conditions under which argument ``a<i>`` does not fit its slot."""
     conds = []
     for i, slot in zip(range(len(slots)) if indices is None else indices, slots):
@@ -67,15 +79,15 @@ def _guards(slots, with_types, indices=None):
     return conds
 
 
-def _exprs(arg_items, which):
-    out = []
+def _exprs(arg_items: _ArgItems, which: Literal[1, 2]) -> List[str]:
+    out: List[str] = []
     for i, placed in enumerate(arg_items):
         for item in placed:
             out.append(item[which].format(a=f"a{i}", i=i))
     return out
 
 
-def _cpython_source(slots, arg_items, guarded):
+def _cpython_source(slots: Sequence[_Slot], arg_items: _ArgItems, guarded: bool) -> str:
     """``_pack(c, s, args)``: check the types, return header and arguments packed.
 
     With ``guarded``, the arguments are unpacked and their types checked one
@@ -112,10 +124,10 @@ def _cpython_source(slots, arg_items, guarded):
     return "\n".join(lines) + "\n"
 
 
-def _runs(slots, arg_items):
+def _runs(slots: Sequence[_Slot], arg_items: _ArgItems) -> List[Tuple[int, int]]:
     """Split the arguments into runs: (start, count) of identical one-value slots
     stored back to back, or single arguments (count 1)."""
-    runs = []
+    runs: List[Tuple[int, int]] = []
     i, n = 0, len(slots)
     while i < n:
         j = i + 1
@@ -140,7 +152,7 @@ def _runs(slots, arg_items):
     return runs
 
 
-def _pypy_source(slots, arg_items):
+def _pypy_source(slots: Sequence[_Slot], arg_items: _ArgItems) -> str:
     """``_fill(st, c, s, args)``: check types, store header and values into ``st``."""
     n = len(slots)
     runs = _runs(slots, arg_items)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from cuda_core._arg_codegen import _compile, _cpython_source, _pypy_source
 from cuda_core._arg_types import (
@@ -44,7 +45,14 @@ from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import shown_as
 from cuda_core._utils import as_int_handle
 
-__all__ = []
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+    from cuda_core._arg_codegen import _Item
+    from cuda_core._arg_types import _Slot
+    from cuda_core._kernel import Kernel
+
+__all__: list[str] = []
 
 _IS_PYPY = sys.implementation.name == "pypy"
 
@@ -105,6 +113,18 @@ class _Plan:
         "_keep",
     )
 
+    key: list[type] | None
+    full_key: tuple[Any, ...] | None
+    nargs: int
+    size: int
+    guarded: bool
+    pack: Callable[..., bytes]
+    fill: Callable[..., None]
+    layout: Any
+    layout_addr: int
+    slots: list[_Slot]
+    _keep: Any
+
 
 class _Mismatch(Exception):
     """The cached plan does not fit these arguments (internal control flow)."""
@@ -119,7 +139,7 @@ class _ArgOverflow(ValueError, OverflowError):
     """
 
 
-def _never(*args):
+def _never(*args: object) -> NoReturn:
     raise _Mismatch
 
 
@@ -132,13 +152,13 @@ _NO_PLAN.pack = _never
 _NO_PLAN.fill = _never
 
 
-def _full_key(args):
+def _full_key(args: Sequence[Any]) -> tuple[Any, ...]:
     """Return the plan-cache key: the argument types (and dtypes of structured scalars)."""
     void = _type_tables()[2].void
     return tuple((type(a), a.dtype) if isinstance(a, void) else type(a) for a in args)
 
 
-def _get_plan(kernel, args):
+def _get_plan(kernel: Kernel, args: Sequence[Any]) -> _Plan:
     """Return the plan for ``args`` (built and cached on first use)."""
     key = _full_key(args)
     plan = kernel._plans.get(key)
@@ -152,7 +172,7 @@ def _get_plan(kernel, args):
     return plan
 
 
-def _build_plan(kernel, args, full_key):
+def _build_plan(kernel: Kernel, args: Sequence[Any], full_key: tuple[Any, ...]) -> _Plan:
     nargs = len(args)
     info = kernel._param_info_or_none()
     if info is not None and len(info) != nargs:
@@ -171,9 +191,9 @@ def _build_plan(kernel, args, full_key):
     # alone (``arg_fmt``) has the same relative layout because the header size
     # is a multiple of 8.
     arg_fmt = "@"
-    arg_items = []  # per argument: [(code, cpy expr, pypy expr, blob offset)]
+    arg_items: list[list[_Item]] = []  # per argument: [(code, cpy expr, pypy expr, blob offset)]
     for slot in slots:
-        placed = []
+        placed: list[_Item] = []
         for code, cpy, pypy in slot.items:
             if code.endswith("s"):
                 pad = -struct.calcsize(arg_fmt) % (slot.align or _RAW_ALIGN)
@@ -202,7 +222,7 @@ def _build_plan(kernel, args, full_key):
     plan.layout_addr = as_int_handle(layout)
     plan._keep = layout_buf
 
-    namespace = {
+    namespace: dict[str, Any] = {
         "_Mismatch": _Mismatch,
         "_closed_buffer": _closed_buffer,
         "_ctypes_bytes": _ctypes_bytes,
@@ -235,7 +255,9 @@ def _build_plan(kernel, args, full_key):
     return plan
 
 
-def _parameter_buffer_size(info, arg_items, packed):
+def _parameter_buffer_size(
+    info: Sequence[Any] | None, arg_items: Sequence[Sequence[_Item]], packed: int
+) -> int:
     """Return the kernel's parameter-buffer size if the packed arguments match it, else 0.
 
     ``packed`` bytes follow the blob header.  When every argument starts at
@@ -255,7 +277,9 @@ def _parameter_buffer_size(info, arg_items, packed):
     return packed if last.offset + last.size == packed else 0
 
 
-def _slow_pack(kernel, cfg_addr, stream_h, args):
+def _slow_pack(
+    kernel: Kernel, cfg_addr: int | None, stream_h: int, args: Sequence[Any]
+) -> tuple[_Plan, bytes]:
     """CPython: find or build the plan for ``args`` and pack them (clear errors)."""
     plan = _get_plan(kernel, args)
     try:
@@ -267,7 +291,9 @@ def _slow_pack(kernel, cfg_addr, stream_h, args):
         raise
 
 
-def _slow_fill(kernel, st, cfg_addr, stream_h, args):
+def _slow_fill(
+    kernel: Kernel, st: _ThreadState, cfg_addr: int | None, stream_h: int, args: Sequence[Any]
+) -> tuple[_Plan, _ThreadState]:
     """PyPy: find or build the plan for ``args`` and fill the thread's buffer."""
     plan = _get_plan(kernel, args)
     if st.cap < plan.size:
@@ -282,7 +308,7 @@ def _slow_fill(kernel, st, cfg_addr, stream_h, args):
     return plan, st
 
 
-def _diagnose(plan, args, exc):
+def _diagnose(plan: _Plan, args: Sequence[Any], exc: Exception) -> NoReturn:
     """Raise a clear error naming the argument that could not be packed."""
     for i, (slot, arg) in enumerate(zip(plan.slots, args)):
         for code, cpy, _ in slot.items:
@@ -307,7 +333,9 @@ def _diagnose(plan, args, exc):
     raise TypeError(f"kernel arguments could not be packed: {exc}") from exc
 
 
-def _packed_arguments(kernel, args, cfg_addr=0, stream_h=0):
+def _packed_arguments(
+    kernel: Kernel, args: Sequence[Any], cfg_addr: int = 0, stream_h: int = 0
+) -> tuple[_Plan, bytes]:
     """Pack ``args`` for ``kernel`` as a launch would; return ``(plan, blob bytes)``.
 
     For tests and diagnostics: the same plan and packing code as the launch
@@ -340,7 +368,7 @@ class _ThreadState:
 
     __slots__ = ("buf", "cap", "u8", "i8", "u16", "i16", "u32", "i32", "f32", "u64", "i64", "f64")
 
-    def __init__(self, size):
+    def __init__(self, size: int) -> None:
         self.cap = size
         self.buf = buf = ffi.new("char[]", size)
         self.u8 = ffi.cast("uint8_t *", buf)
@@ -355,7 +383,7 @@ class _ThreadState:
         self.f64 = ffi.cast("double *", buf)
 
 
-def _thread_state(min_size):
+def _thread_state(min_size: int) -> _ThreadState:
     """Return this thread's state, (re)allocated to hold at least ``min_size`` bytes."""
     st = getattr(_tls, "st", None)
     if st is None or st.cap < min_size:

@@ -31,9 +31,21 @@ from __future__ import annotations
 
 import functools
 import struct
+from typing import TYPE_CHECKING
 
 import cuda_core._slots as _slots
 from cuda_core._memory._buffer import Buffer
+
+if TYPE_CHECKING:
+    import builtins
+    from typing import Any, Callable, Dict, Tuple
+
+    from cuda_core._kernel import ParamInfo
+
+    #: How an argument is packed: (struct code, CPython expr, PyPy expr) per value.
+    _Items = Tuple[Tuple[str, str, str], ...]
+    #: (exact: {type: items}, isinstance fallback, numpy, ctypes)
+    _Tables = Tuple[Dict[type, _Items], Tuple[Tuple[type, _Items], ...], Any, Any]
 
 __all__ = []
 
@@ -52,7 +64,22 @@ class _Slot:
 
     __slots__ = ("type", "items", "dtype", "raw_size", "expr_keep", "align")
 
-    def __init__(self, tp, items, dtype=None, raw_size=None, expr_keep=None, align=None):
+    type: builtins.type
+    items: _Items
+    dtype: Any
+    raw_size: int | None
+    expr_keep: dict[str, Any]
+    align: int | None
+
+    def __init__(
+        self,
+        tp: builtins.type,
+        items: _Items,
+        dtype: Any = None,
+        raw_size: int | None = None,
+        expr_keep: dict[str, Any] | None = None,
+        align: int | None = None,
+    ) -> None:
         self.type = tp
         self.items = items
         self.dtype = dtype
@@ -61,7 +88,7 @@ class _Slot:
         self.align = align
 
 
-def _one(code, cpy="{a}", pypy=None):
+def _one(code: str, cpy: str = "{a}", pypy: str | None = None) -> _Items:
     return ((code, cpy, cpy if pypy is None else pypy),)
 
 
@@ -72,7 +99,7 @@ _COMPLEX_ITEMS = (("d", "{a}.real", "{a}.real"), ("d", "{a}.imag", "{a}.imag"))
 _BUFFER_ITEMS = _one("N", "({a}._ptr or _closed_buffer({a}, {i}))")
 
 
-def _ctypes_scalars(ctypes):
+def _ctypes_scalars(ctypes: Any) -> Tuple[Tuple[type, _Items], ...]:
     return (
         (ctypes.c_bool, _one("?", "{a}.value", "1 if {a}.value else 0")),
         (ctypes.c_int8, _one("b", "{a}.value")),
@@ -90,10 +117,10 @@ def _ctypes_scalars(ctypes):
 
 # [(exact: {type: items}, isinstance fallback, numpy, ctypes)] once built: numpy
 # and ctypes are imported at the first plan, not with cuda_core.
-_tables = []
+_tables: list[_Tables] = []
 
 
-def _type_tables():
+def _type_tables() -> _Tables:
     """Build (once) the exact-type table and the isinstance fallback lists."""
     if _tables:
         return _tables[0]
@@ -125,7 +152,7 @@ def _type_tables():
             (("d", "{a}.real", "float({a}.real)"), ("d", "{a}.imag", "float({a}.imag)")),
         ),
     )
-    exact = {
+    exact: dict[type, _Items] = {
         Buffer: _BUFFER_ITEMS,
         bool: _BOOL_ITEMS,
         int: _INT_ITEMS,
@@ -149,7 +176,7 @@ def _type_tables():
     return _tables[0]
 
 
-def _classify(arg, index, param):
+def _classify(arg: object, index: int, param: ParamInfo | None) -> _Slot:
     """Return the :class:`_Slot` for argument ``index`` (``param``: its ParamInfo or None)."""
     exact, fallback, np, ctypes = _type_tables()
     tp = type(arg)
@@ -179,7 +206,7 @@ def _classify(arg, index, param):
     )
 
 
-def _marked_slot(tp, kind):
+def _marked_slot(tp: type, kind: Any) -> _Slot:
     """The slot of a type that declares its kind with KERNEL_ARG_MARKER."""
     if kind == "u64":
         return _Slot(tp, _one("Q", "{a}._karg"))
@@ -188,18 +215,18 @@ def _marked_slot(tp, kind):
     return _Slot(tp, items, raw_size=size, expr_keep=keep, align=align)
 
 
-def _slot_size(slot):
+def _slot_size(slot: _Slot) -> int:
     """Bytes the slot packs for its argument (structures: their padded size)."""
     if slot.raw_size is not None:
         return slot.raw_size
     return sum(struct.calcsize("@" + code) for code, _, _ in slot.items)
 
 
-def _plural(n, word):
+def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _check_size(index, slot, arg, param):
+def _check_size(index: int, slot: _Slot, arg: object, param: ParamInfo) -> None:
     """Raise TypeError if argument ``index`` packs to another size than its parameter.
 
     Runs when a plan is built (once per kernel and argument types), where the
@@ -236,12 +263,12 @@ _WIDTH_EXAMPLES = {
 }
 
 
-def _raw_items(size, expr, keep):
+def _raw_items(size: int, expr: str, keep: dict[str, Any]) -> tuple[_Items, dict[str, Any]]:
     code = f"{size}s"
     return ((code, expr, f"({expr}).ljust({size}, b'\\0')"),), keep
 
 
-def _struct_size(index, what, size, param):
+def _struct_size(index: int, what: str, size: int, param: ParamInfo | None) -> int:
     """Return the slot size for a by-value structure of ``size`` bytes."""
     if param is None:
         return size
@@ -250,14 +277,14 @@ def _struct_size(index, what, size, param):
             f"kernel argument {index}: {what} is {size} bytes, but the kernel parameter "
             f"is {param.size} bytes"
         )
-    return param.size  # zero-padded up to the parameter size (trailing padding)
+    return param.size  # type: ignore[no-any-return]  # zero-padded up to the parameter size
 
 
-def _struct_slot_numpy(arg, tp, index, param, np):
+def _struct_slot_numpy(arg: Any, tp: type, index: int, param: ParamInfo | None, np: Any) -> _Slot:
     dtype = arg.dtype
     size = dtype.itemsize
     expr = "{a}.tobytes()"
-    keep = {}
+    keep: dict[str, Any] = {}
     if param is not None and size != param.size and not dtype.isalignedstruct:
         aligned = np.dtype(dtype.descr, align=True) if _plain_descr(dtype) else None
         if aligned is not None and aligned.itemsize == param.size:
@@ -272,21 +299,21 @@ def _struct_slot_numpy(arg, tp, index, param, np):
     return _Slot(tp, items, dtype=dtype, raw_size=slot_size, expr_keep=keep)
 
 
-def _plain_descr(dtype):
+def _plain_descr(dtype: Any) -> bool:
     try:
         return all(name for name, *_ in dtype.descr)
     except (TypeError, ValueError):
         return False
 
 
-def _realign(zeros, aligned, value):
+def _realign(zeros: Callable[..., Any], aligned: Any, value: Any) -> bytes:
     """Return ``value`` (a packed structured scalar) laid out as ``aligned``, padding zeroed."""
     out = zeros(1, dtype=aligned)
     out[0] = value  # structured assignment: field by field, by position
-    return out.tobytes()
+    return out.tobytes()  # type: ignore[no-any-return]  # numpy is untyped here
 
 
-def _struct_slot_ctypes(arg, index, param):
+def _struct_slot_ctypes(arg: Any, index: int, param: ParamInfo | None) -> _Slot:
     import ctypes
 
     tp = type(arg)
@@ -296,13 +323,13 @@ def _struct_slot_ctypes(arg, index, param):
     return _Slot(tp, items, raw_size=slot_size, expr_keep=keep)
 
 
-def _ctypes_bytes(obj):
+def _ctypes_bytes(obj: Any) -> bytes:
     import ctypes
 
     return ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj))
 
 
-def _closed_buffer(buf, index):
+def _closed_buffer(buf: Buffer, index: int) -> int:
     """Second half of ``buf._ptr or ...``: raise for a closed Buffer, else 0."""
     if buf._closed:
         raise RuntimeError(f"kernel argument {index}: Buffer is closed")

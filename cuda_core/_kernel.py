@@ -31,6 +31,9 @@ from cuda_core._loader import driver_at_least, driver_version, format_cuda_versi
 from cuda_core._utils import as_int_handle
 
 if TYPE_CHECKING:
+    from typing import Literal
+
+    from cuda_core._arg_plan import _Plan
     from cuda_core._module import ObjectCode
 
 __all__ = ["Kernel", "ParamInfo"]
@@ -43,7 +46,7 @@ _MAX_HANDLE = 2 ** (8 * ffi.sizeof("void *")) - 1
 
 #: CUkernel address -> the ObjectCode whose library it came from, for the
 #: kernels cuda_core obtained itself (what Kernel.from_handle can know).
-_KERNEL_LIBRARIES = weakref.WeakValueDictionary()
+_KERNEL_LIBRARIES: weakref.WeakValueDictionary[int, ObjectCode] = weakref.WeakValueDictionary()
 _PARAM_INFO_MIN_DRIVER = (12, 4)
 
 
@@ -78,6 +81,17 @@ class Kernel:
         "__weakref__",
     )
 
+    _handle: Any  # CUkernel cdata
+    _h: int
+    _mod: ObjectCode | _NoModule
+    _attributes: KernelAttributes | None
+    _occupancy: KernelOccupancy | None
+    _param_info: list[ParamInfo] | Literal[False] | None  # False: the driver cannot tell
+    _plans: dict[tuple[Any, ...], _Plan]
+    _plan: _Plan
+    _funcs: dict[int, Any]  # context address -> CUfunction cdata
+    _coop_limits: dict[tuple[int, int, int], int]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "Kernel objects cannot be instantiated directly. Please use ObjectCode APIs "
@@ -85,7 +99,7 @@ class Kernel:
         )
 
     @classmethod
-    def _from_library(cls, c_kernel, mod):
+    def _from_library(cls, c_kernel: Any, mod: ObjectCode | _NoModule | None) -> Kernel:
         """Wrap a ``CUkernel`` cdata obtained from ObjectCode ``mod``'s library."""
         self = object.__new__(cls)
         self._handle = ffi.cast("CUkernel", c_kernel)
@@ -101,7 +115,7 @@ class Kernel:
         return self
 
     @classmethod
-    def _from_object_code(cls, c_kernel, mod):
+    def _from_object_code(cls, c_kernel: Any, mod: ObjectCode) -> Kernel:
         """Wrap a ``CUkernel`` that ``mod.get_kernel`` obtained, and remember its library."""
         self = cls._from_library(c_kernel, mod)
         _KERNEL_LIBRARIES[self._h] = mod
@@ -181,10 +195,10 @@ class Kernel:
                 )
         return Kernel._from_library(ffi.cast("CUkernel", handle), owner)
 
-    def _is_closed(self):
+    def _is_closed(self) -> bool:
         return self._mod._closed
 
-    def _require_open(self):
+    def _require_open(self) -> None:
         if self._is_closed():
             raise RuntimeError(
                 "Kernel is closed: the ObjectCode it came from was closed, so it cannot "
@@ -209,7 +223,7 @@ class Kernel:
             func = self._funcs[key] = pfunc[0]
         return func
 
-    def _get_param_info(self):
+    def _get_param_info(self) -> list[ParamInfo]:
         """Return the list of ParamInfo (cached).
 
         ``cuKernelGetParamInfo`` is called for index 0, 1, ... until it
@@ -236,7 +250,7 @@ class Kernel:
             raise NotImplementedError(_param_info_unsupported_message())
         offset = ffi.new("size_t *")
         size = ffi.new("size_t *")
-        result = []
+        result: list[ParamInfo] = []
         index = 0
         while True:
             status = lib.cuKernelGetParamInfo(self._handle, index, offset, size)
@@ -250,7 +264,7 @@ class Kernel:
         self._param_info = result
         return result
 
-    def _param_info_or_none(self):
+    def _param_info_or_none(self) -> list[ParamInfo] | None:
         """Return the parameter layout, or None where the driver cannot tell it."""
         info = self._param_info
         if info is False:
@@ -311,21 +325,23 @@ class _NoModule:
     __slots__ = ()
     _closed = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<no ObjectCode>"
 
 
 _NO_MODULE = _NoModule()
 
 
-def _param_info_unsupported_message():
+def _param_info_unsupported_message() -> str:
     return (
         "Driver version {}.{} or newer is required for this function (cuKernelGetParamInfo). "
         "Using driver version {}"
     ).format(*_PARAM_INFO_MIN_DRIVER, format_cuda_version(driver_version()))
 
 
-def _confirm_end_of_params(c_kernel, count, result, offset, size):
+def _confirm_end_of_params(
+    c_kernel: Any, count: int, result: list[ParamInfo], offset: Any, size: Any
+) -> None:
     """Check that INVALID_VALUE at index ``count`` really marks the end of the list.
 
     Raises CUDAError when it does not: the kernel handle must be valid, index
@@ -357,7 +373,7 @@ def _confirm_end_of_params(c_kernel, count, result, offset, size):
         end = p.offset + p.size
 
 
-def _loaded_library(mod):
+def _loaded_library(mod: object) -> int | None:
     """Return the ``CUlibrary`` address of a loaded, open ObjectCode, else None."""
     box = getattr(mod, "_box", None)
     if box is None or getattr(mod, "_closed", True):

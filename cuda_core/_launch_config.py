@@ -118,6 +118,17 @@ class LaunchConfig:
         "__weakref__",
     )
 
+    _grid: tuple[int, int, int]
+    _cluster: tuple[int, int, int] | None
+    _block: tuple[int, int, int]
+    _shmem_size: int
+    _is_cooperative: bool
+    _pss: bool
+    _native: tuple[Any, int, bool] | None  # (cc_launch_cfg cdata, its address, special)
+    _fast: int | None
+    _retired: list[Any] | None
+    _checked: set[int] | None
+
     def __init__(
         self,
         grid: int | tuple[int, ...] | None = None,
@@ -157,10 +168,14 @@ class LaunchConfig:
     def __hash__(self) -> int:
         return hash(self._identity())
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[LaunchConfig], tuple[Any, ...]]:
         return LaunchConfig, tuple(getattr(self, name) for name in _ATTRS)
 
-    def _identity(self):
+    def _identity(
+        self,
+    ) -> tuple[
+        tuple[int, int, int], tuple[int, int, int] | None, tuple[int, int, int], int, bool, bool
+    ]:
         return (
             self._grid,
             self._cluster,
@@ -170,7 +185,7 @@ class LaunchConfig:
             self._pss,
         )
 
-    def _prepare(self):
+    def _prepare(self) -> tuple[Any, int, bool]:
         """Build (once) and return ``(cc_launch_cfg cdata, its address, special)``.
 
         ``special`` is True when launches need the cluster/cooperative checks.
@@ -225,7 +240,7 @@ class LaunchConfig:
         out.numAttrs = cfg.numAttrs
         return out, cfg
 
-    def _invalidate(self):
+    def _invalidate(self) -> None:
         """Forget the prepared structure after an attribute changed.
 
         The old structure is kept alive: a launch in another thread may have
@@ -322,9 +337,10 @@ def _coerce_config(config: Any) -> LaunchConfig:
     raise TypeError(f"config must be a LaunchConfig or a dict, not {type(config).__name__}")
 
 
-def _cast_to_3_tuple(what, value):
+def _cast_to_3_tuple(what: str, value: object) -> tuple[int, int, int]:
     """Return ``value`` (an int or a sequence of 1-3 ints) as a 3-tuple of positive ints."""
     index = index_or_none(value)
+    dims: tuple[int | None, ...]
     if index is not None:
         dims = (index,)
     elif isinstance(value, (tuple, list)):
@@ -345,14 +361,14 @@ def _cast_to_3_tuple(what, value):
             f"{what} must be an int, or a tuple with 1 to 3 ints (got {_type_name(value)})"
         )
     for v in dims:
-        if v < 1:
+        if v < 1:  # type: ignore[operator]  # None elements raised above
             raise ValueError(f"{what} value must be >= 1 (got {v})")
-        if v > _UINT_MAX:
+        if v > _UINT_MAX:  # type: ignore[operator]  # None elements raised above
             raise ValueError(f"{what} value must fit in 32 bits (got {v})")
-    return dims + (1,) * (3 - len(dims))
+    return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]  # ints, padded to 3
 
 
-def _shmem(what, value):
+def _shmem(what: str, value: object) -> int:
     if value is None:
         return 0
     index = index_or_none(value)
@@ -366,19 +382,21 @@ def _shmem(what, value):
     return value
 
 
-def _type_name(value):
+def _type_name(value: object) -> str:
     """``type(value).__name__``, or ``"the class X"`` for a class passed as a value."""
     if isinstance(value, type):
         return f"the class {value.__name__}"
     return type(value).__name__
 
 
-def _short_repr(value):
+def _short_repr(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _native_dims(grid, cluster):
+def _native_dims(
+    grid: tuple[int, int, int], cluster: tuple[int, int, int] | None
+) -> tuple[int, ...]:
     """Return the grid in blocks (``grid * cluster``), checking it fits in 32 bits."""
     if cluster is None:
         return grid
@@ -392,7 +410,7 @@ def _native_dims(grid, cluster):
     return dims
 
 
-def _check_device_support(config, device_id):
+def _check_device_support(config: LaunchConfig, device_id: int) -> None:
     """Raise CUDAError if ``device_id`` cannot launch ``config`` (cached per device)."""
     checked = config._checked
     if checked is not None and device_id in checked:

@@ -51,7 +51,7 @@ __all__ = ["launch"]
 _launch_blob = lib.cc_launch_blob
 
 
-def _launch_cpython(stream, config, kernel, *kernel_args):
+def _launch_cpython(stream: Any, config: Any, kernel: Any, *kernel_args: Any) -> None:
     if type(stream) is not _OpenStream and type(stream) is not Stream:
         stream = _accept_stream(stream)
     try:
@@ -72,7 +72,7 @@ def _launch_cpython(stream, config, kernel, *kernel_args):
         check(status, "cuLaunchKernelEx")
 
 
-def _launch_pypy(stream, config, kernel, *kernel_args):
+def _launch_pypy(stream: Any, config: Any, kernel: Any, *kernel_args: Any) -> None:
     if type(stream) is not _OpenStream and type(stream) is not Stream:
         stream = _accept_stream(stream)
     try:
@@ -185,7 +185,7 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
 # Private helpers: the slow start and the checks that only special
 # configurations need.
 # --------------------------------------------------------------------------
-def _accept_stream(stream):
+def _accept_stream(stream: object) -> Stream:
     """The launch's stream when it is not an exact Stream (the slow path).
 
     As ``cuda.core`` does: None and non-streams raise TypeError; a
@@ -204,7 +204,7 @@ def _accept_stream(stream):
         stream._require_open()  # a closed builder has no stream to launch on
         return stream.stream
     if hasattr(stream, "__cuda_stream__"):
-        wrapped = _as_stream(stream, "stream")
+        wrapped: Stream = _as_stream(stream, "stream")
         warnings.warn(
             "Passing foreign stream objects to this function via the stream protocol is "
             "deprecated. Convert the object explicitly using Stream(obj) instead.",
@@ -215,7 +215,7 @@ def _accept_stream(stream):
     raise TypeError(f"Stream or GraphBuilder expected, got {type(stream).__name__}")
 
 
-def _check_launch_types(config, kernel):
+def _check_launch_types(config: object, kernel: object) -> tuple[LaunchConfig, Kernel]:
     """Return ``(config, kernel)`` with ``config`` a LaunchConfig; raise TypeError otherwise.
 
     The config is coerced first, as ``cuda.core`` does (``None`` and dicts
@@ -227,7 +227,7 @@ def _check_launch_types(config, kernel):
     return config, kernel
 
 
-def _prepare_launch(config, kernel, stream):
+def _prepare_launch(config: LaunchConfig, kernel: Kernel, stream: Stream) -> int:
     """The launch's slow start: closed checks, preparing the config, special checks.
 
     Returns the address of the prepared configuration structure.
@@ -241,7 +241,7 @@ def _prepare_launch(config, kernel, stream):
     return addr
 
 
-def _check_special(config, kernel, stream):
+def _check_special(config: LaunchConfig, kernel: Kernel, stream: Stream) -> None:
     """Cluster and cooperative launches: device support and co-residency."""
     device = stream.device
     device_id = device.device_id

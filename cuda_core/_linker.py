@@ -16,6 +16,7 @@ import os
 import threading
 import warnings
 import weakref
+from typing import Any
 
 from cuda_core._compile_common import read_log
 from cuda_core._cuda_ffi import ffi, lib
@@ -73,7 +74,21 @@ class Linker(Closeable):
         If the backend rejects an input; the linker's error log is appended.
     """
 
-    def __init__(self, *object_codes, options=None):
+    _options: LinkerOptions
+    _backend: CompilerBackendType
+    _lock: threading.Lock
+    _keep: list[Any]  # input buffers referenced by the backend
+    _linked: dict[str, bytes] | None
+    _info_log: str | None
+    _error_log: str | None
+    _drv_info_log: Any
+    _drv_error_log: Any
+    _box: Any  # nvJitLinkHandle * or CUlinkState *
+    _finalizer: weakref.finalize[..., Any] | None
+
+    def __init__(
+        self, *object_codes: ObjectCode, options: LinkerOptions | dict[str, Any] | None = None
+    ) -> None:
         if len(object_codes) == 0:
             raise ValueError("At least one ObjectCode object must be provided")
         for i, code in enumerate(object_codes):
@@ -106,13 +121,13 @@ class Linker(Closeable):
             self._close_quietly()
             raise
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self._closed else f"handle={self.handle:#x}"
         return f"<Linker backend={str(self._backend)!r} {state}>"
 
     # -- construction ------------------------------------------------------
 
-    def _init_nvjitlink(self, options):
+    def _init_nvjitlink(self, options: LinkerOptions) -> None:
         flags = options._nvjitlink_flags()
         keep = [ffi.new("char[]", f) for f in flags]
         c_flags = ffi.new("const char *[]", keep) if keep else ffi.NULL
@@ -121,7 +136,7 @@ class Linker(Closeable):
         self._box = box
         self._finalizer = weakref.finalize(self, _destroy_nvjitlink, box)
 
-    def _init_driver(self, options, object_codes):
+    def _init_driver(self, options: LinkerOptions, object_codes: tuple[ObjectCode, ...]) -> None:
         if any(code.code_type == "ltoir" for code in object_codes):
             raise ValueError(
                 "LTO-IR inputs need nvJitLink, but the driver linker is in use "
@@ -141,7 +156,7 @@ class Linker(Closeable):
         self._box = box
         self._finalizer = weakref.finalize(self, _destroy_culink, box, self._keep)
 
-    def _add(self, code):
+    def _add(self, code: ObjectCode) -> None:
         data = code.code
         name = (code.name or f"<{code.code_type} input>").encode()
         if self._backend is CompilerBackendType.NVJITLINK:
@@ -172,7 +187,7 @@ class Linker(Closeable):
 
     # -- methods -----------------------------------------------------------
 
-    def link(self, target_type):
+    def link(self, target_type: str) -> ObjectCode:
         """Link the inputs into one :class:`~cuda_core.ObjectCode`.
 
         Parameters
@@ -204,13 +219,13 @@ class Linker(Closeable):
             self._require_open()
             if self._linked is None:
                 self._complete()
-            data = self._linked.get(target_type)
+            data = self._linked.get(target_type)  # type: ignore[union-attr]  # set by _complete() above
             if data is None:
                 data = self._fetch_nvjitlink(target_type)
-                self._linked[target_type] = data
+                self._linked[target_type] = data  # type: ignore[index]  # set by _complete() above
         return ObjectCode._init(data, target_type, name=self._options.name)
 
-    def _complete(self):
+    def _complete(self) -> None:
         if self._backend is CompilerBackendType.NVJITLINK:
             handle = self._box[0]
             check_nvjitlink(lib.nvJitLinkComplete(handle), handle)
@@ -225,7 +240,7 @@ class Linker(Closeable):
         self._info_log = self.get_info_log()
         self._error_log = self.get_error_log()
 
-    def _fetch_nvjitlink(self, target_type):
+    def _fetch_nvjitlink(self, target_type: str) -> bytes:
         handle = self._box[0]
         size = ffi.new("size_t *")
         if target_type == "cubin":
@@ -233,13 +248,13 @@ class Linker(Closeable):
             check_nvjitlink(get_size(handle, size), handle)
             buf = ffi.new("char[]", size[0])
             check_nvjitlink(get(handle, buf), handle)
-            return ffi.buffer(buf, size[0])[:]
+            return ffi.buffer(buf, size[0])[:]  # type: ignore[no-any-return]  # cffi
         check_nvjitlink(lib.nvJitLinkGetLinkedPtxSize(handle, size), handle)
         buf = ffi.new("char[]", size[0])
         check_nvjitlink(lib.nvJitLinkGetLinkedPtx(handle, buf), handle)
-        return ffi.buffer(buf, size[0])[:]
+        return ffi.buffer(buf, size[0])[:]  # type: ignore[no-any-return]  # cffi
 
-    def get_error_log(self):
+    def get_error_log(self) -> str:
         """Return the linker's error log.
 
         Returns
@@ -250,15 +265,15 @@ class Linker(Closeable):
         if self._closed or self._error_log is not None:
             return self._error_log or ""
         if self._backend is CompilerBackendType.NVJITLINK:
-            return read_log(
+            return read_log(  # type: ignore[return-value]  # check_nvjitlink raises on failure
                 self._box[0],
                 lib.nvJitLinkGetErrorLogSize,
                 lib.nvJitLinkGetErrorLog,
                 check_nvjitlink,
             )
-        return ffi.string(self._drv_error_log).decode("utf-8", "backslashreplace")
+        return ffi.string(self._drv_error_log).decode("utf-8", "backslashreplace")  # type: ignore[no-any-return]  # cffi
 
-    def get_info_log(self):
+    def get_info_log(self) -> str:
         """Return the linker's information log.
 
         Returns
@@ -269,12 +284,12 @@ class Linker(Closeable):
         if self._closed or self._info_log is not None:
             return self._info_log or ""
         if self._backend is CompilerBackendType.NVJITLINK:
-            return read_log(
+            return read_log(  # type: ignore[return-value]  # check_nvjitlink raises on failure
                 self._box[0], lib.nvJitLinkGetInfoLogSize, lib.nvJitLinkGetInfoLog, check_nvjitlink
             )
-        return ffi.string(self._drv_info_log).decode("utf-8", "backslashreplace")
+        return ffi.string(self._drv_info_log).decode("utf-8", "backslashreplace")  # type: ignore[no-any-return]  # cffi
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the linker (``nvJitLinkDestroy`` / ``cuLinkDestroy``); idempotent.
 
         The logs stay readable after closing.
@@ -300,17 +315,17 @@ class Linker(Closeable):
                 raise driver_error(status, "cuLinkDestroy")
         self._keep = []
 
-    def _close_quietly(self):
+    def _close_quietly(self) -> None:
         try:
             self.close()
         except CUDAError:
             pass
 
-    def _require_open(self):
+    def _require_open(self) -> None:
         if self._closed:
             raise RuntimeError("Linker is closed; it cannot be used after close()")
 
-    def _driver_failure(self, status, what):
+    def _driver_failure(self, status: int, what: str) -> CUDAError:
         """Build the exception for a failed cuLink* call, error log appended."""
         err = driver_error(status, what)
         log = ffi.string(self._drv_error_log).decode("utf-8", "backslashreplace")
@@ -323,7 +338,7 @@ class Linker(Closeable):
     # -- class methods and properties ----------------------------------------
 
     @classmethod
-    def which_backend(cls):
+    def which_backend(cls) -> CompilerBackendType:
         """Return the linking backend this process uses.
 
         nvJitLink when a version 12.3 or newer can be loaded, otherwise the
@@ -339,18 +354,18 @@ class Linker(Closeable):
         return which_backend(stacklevel=4)
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: the address of the ``nvJitLinkHandle`` or ``CUlinkState``."""
         self._require_open()
         return as_int_handle(self._box[0])
 
     @property
-    def backend(self):
+    def backend(self) -> CompilerBackendType:
         """CompilerBackendType: ``"nvJitLink"`` or ``"driver"``."""
         return self._backend
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: whether :meth:`close` has been called."""
         return self._closed
 
@@ -358,7 +373,7 @@ class Linker(Closeable):
 # -- private helpers -----------------------------------------------------------
 
 
-def _input_buffer(data, code_type):
+def _input_buffer(data: bytes | bytearray | memoryview, code_type: str) -> Any:
     """Return a ``char[]`` copy of ``data``; PTX gets a terminating NUL."""
     data = bytes(data)
     if code_type == "ptx" and data.endswith(b"\0"):
@@ -370,7 +385,7 @@ def _input_buffer(data, code_type):
     return buf
 
 
-def _destroy_nvjitlink(box):
+def _destroy_nvjitlink(box: Any) -> None:
     status = lib.nvJitLinkDestroy(box)
     if status:
         warnings.warn(
@@ -380,6 +395,6 @@ def _destroy_nvjitlink(box):
         )
 
 
-def _destroy_culink(box, keep):
+def _destroy_culink(box: Any, keep: list[Any]) -> None:
     del keep  # buffers the driver wrote into, kept alive until here
     warn_cuda("cuLinkDestroy (Linker finalizer)", lib.cuLinkDestroy(box[0]))

@@ -51,6 +51,15 @@ class ObjectCode(Closeable):
     instead, which requires a GPU.
     """
 
+    _module: bytes | bytearray | str
+    _code_type: str
+    _name: str
+    _sym_map: dict[Any, str]  # name (or name expression, str or bytes) -> symbol
+    _lock: threading.Lock
+    _box: Any  # CUlibrary * once loaded, else None
+    _image: Any  # keeps the loaded image alive while the library lives
+    _finalizer: weakref.finalize[..., Any] | None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "ObjectCode objects cannot be instantiated directly. Please use the "
@@ -58,7 +67,14 @@ class ObjectCode(Closeable):
         )
 
     @classmethod
-    def _init(cls, module, code_type, *, name="", symbol_mapping=None):
+    def _init(
+        cls,
+        module: object,
+        code_type: str,
+        *,
+        name: str | None = "",
+        symbol_mapping: dict[str, str] | None = None,
+    ) -> ObjectCode:
         """Create an ObjectCode without validation of the caller's intent.
 
         ``module`` is bytes/bytearray (the image) or a str / path-like (a file).
@@ -103,7 +119,7 @@ class ObjectCode(Closeable):
         self._closed = False
         return self
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _object_code_from_reduce, (
             self._module,
             self._code_type,
@@ -289,7 +305,7 @@ class ObjectCode(Closeable):
         if finalizer is not None and finalizer.detach() is not None:
             check(lib.cuLibraryUnload(box[0]), "cuLibraryUnload")
 
-    def _library(self):
+    def _library(self) -> Any:
         """Return the ``CUlibrary`` cdata, loading the code on first use."""
         box = self._box
         if box is not None:
@@ -301,7 +317,7 @@ class ObjectCode(Closeable):
                 self._load()
             return self._box[0]
 
-    def _load(self):
+    def _load(self) -> None:
         if self._code_type not in _LOADABLE_CODE_TYPES:
             raise RuntimeError(
                 f"an ObjectCode of code_type={self._code_type!r} cannot be loaded by the "
@@ -373,16 +389,18 @@ class ObjectCode(Closeable):
 # -- private helpers ---------------------------------------------------------
 
 
-def _object_code_from_reduce(module, code_type, name, symbol_mapping):
+def _object_code_from_reduce(
+    module: bytes | bytearray | str, code_type: str, name: str, symbol_mapping: dict[str, str]
+) -> ObjectCode:
     """Rebuild a pickled :class:`ObjectCode` (it reloads lazily)."""
     return ObjectCode._init(module, code_type, name=name, symbol_mapping=symbol_mapping)
 
 
-def _comparable(module):
+def _comparable(module: bytes | bytearray | str) -> bytes | str:
     return bytes(module) if isinstance(module, bytearray) else module
 
 
-def _init_driver():
+def _init_driver() -> None:
     """Initialize the driver once (``cuInit``); a missing driver raises clearly."""
     global _DRIVER_INITIALIZED
     if _DRIVER_INITIALIZED:
@@ -393,7 +411,7 @@ def _init_driver():
             _DRIVER_INITIALIZED = True
 
 
-def _unload_library(box, image):
+def _unload_library(box: Any, image: Any) -> None:
     """Finalizer safety net: unload a library nobody closed."""
     del image  # kept alive until here
     warn_cuda("cuLibraryUnload (ObjectCode finalizer)", lib.cuLibraryUnload(box[0]))

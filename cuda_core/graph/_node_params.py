@@ -229,8 +229,8 @@ def _kernel_params(
     if kernel is not None:
         if not isinstance(kernel, Kernel):
             raise TypeError(f"kernel must be a Kernel, not {type(kernel).__name__}")
-        kernel._require_open()  # type: ignore[no-untyped-call]  # not annotated yet
-        p.kern = kernel._handle  # type: ignore[attr-defined]  # a slot Kernel does not declare
+        kernel._require_open()
+        p.kern = kernel._handle
         p.func = ffi.NULL
         p.ctx = ffi.NULL
         owners.append(kernel)
@@ -264,11 +264,11 @@ def _pack_args(kernel: Kernel | None, args: tuple[object, ...]) -> tuple[Any, An
     types; the packed values are copied into storage owned by the caller.
     """
     if _arg_plan._IS_PYPY:
-        st = _arg_plan._thread_state(0)  # type: ignore[no-untyped-call]  # not annotated yet
-        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)  # type: ignore[no-untyped-call]  # not annotated yet
+        st = _arg_plan._thread_state(0)
+        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)  # type: ignore[arg-type]  # not annotated yet
         blob = ffi.buffer(st.buf, plan.size)[:]
     else:
-        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)  # type: ignore[no-untyped-call]  # not annotated yet
+        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)  # type: ignore[arg-type]  # not annotated yet
     n = plan.nargs
     storage = ffi.new("char[]", bytes(blob) or b"\0")
     c_params = ffi.new("void *[]", max(n, 1))

@@ -10,6 +10,8 @@ drivers keep serving the 12.8 one to callers that ask for it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Sequence
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error
 from cuda_core._memory._batch import SIZE_MAX, coerce_buffers, hex_address, run_starts, u64_array
@@ -22,6 +24,12 @@ from cuda_core._memory._copy_options import (
 from cuda_core._memory._location import current_driver_version
 from cuda_core._stream import _as_open_stream
 
+if TYPE_CHECKING:
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core._memory._copy_options import CopyOptions
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+
 __all__ = ["copy_batch"]
 
 #: The driver version that introduced ``cuMemcpyBatchAsync``.
@@ -32,14 +40,22 @@ _SINGLE_HINT = "Buffer.copy_to / Buffer.copy_from"
 #: Handles the driver treats as the legacy default stream (NULL, CU_STREAM_LEGACY).
 _LEGACY_HANDLES = (0, 1)
 
-_DEFAULTS = []  # [(attrs, attrsIdxs, numAttrs)] for the default options, once made
+_DEFAULTS: list[
+    tuple[Any, Any, int]
+] = []  # [(attrs, attrsIdxs, numAttrs)] for the default options, once made
 
 _FALLBACK_REQUIREMENT = (
     "a driver for CUDA 12.8 or newer (cuMemcpyBatchAsync is unavailable with this driver)"
 )
 
 
-def copy_batch(stream, srcs, dsts, *, options=None):
+def copy_batch(
+    stream: Stream | GraphBuilder,
+    srcs: Sequence[Buffer],
+    dsts: Sequence[Buffer],
+    *,
+    options: CopyOptions | Sequence[CopyOptions] | None = None,
+) -> None:
     """Copy each buffer of ``srcs`` into the matching one of ``dsts``, asynchronously.
 
     The copies go to the driver in one ``cuMemcpyBatchAsync`` call.  The
@@ -136,7 +152,7 @@ def copy_batch(stream, srcs, dsts, *, options=None):
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
-def _refuse_capture(s):
+def _refuse_capture(s: Stream) -> None:
     c_status = ffi.new("CUstreamCaptureStatus *")
     check(lib.cuStreamIsCapturing(s._handle, c_status), "cuStreamIsCapturing")
     if c_status[0] != lib.CU_STREAM_CAPTURE_STATUS_NONE:
@@ -147,7 +163,14 @@ def _refuse_capture(s):
         )
 
 
-def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
+def _copy_native(
+    src_bufs: Sequence[Buffer],
+    dst_bufs: Sequence[Buffer],
+    sizes: list[int],
+    live: list[int] | None,
+    attrs: Sequence[CopyOptions] | None,
+    s: Stream,
+) -> None:
     """One ``cuMemcpyBatchAsync`` call.
 
     ``sizes``: each copy's size; ``live``: the indices of the non-empty
@@ -183,12 +206,12 @@ def _copy_native(src_bufs, dst_bufs, sizes, live, attrs, s):
         raise _batch_error(status, c_fail[0], live, src_bufs, dst_bufs)
 
 
-def _attr_run_starts(attrs):
+def _attr_run_starts(attrs: Sequence[CopyOptions]) -> list[int]:
     """Return where each run of equal neighbouring options starts (the driver's ``attrsIdxs``)."""
     return run_starts(attrs)
 
 
-def _default_attributes():
+def _default_attributes() -> tuple[Any, Any, int]:
     """``(attrs, attrsIdxs, numAttrs)`` applying the default options to a whole batch.
 
     Made once; the driver only reads them.
@@ -200,7 +223,13 @@ def _default_attributes():
     return _DEFAULTS[0]
 
 
-def _batch_error(status, fail, live, src_bufs, dst_bufs):
+def _batch_error(
+    status: int,
+    fail: int,
+    live: list[int] | None,
+    src_bufs: Sequence[Buffer],
+    dst_bufs: Sequence[Buffer],
+) -> Exception:
     """The CUDAError for a failed batch, naming the failed copy when the driver did.
 
     ``live``: the indices of the copies given to the driver (None: all).
@@ -214,7 +243,7 @@ def _batch_error(status, fail, live, src_bufs, dst_bufs):
     return driver_error(status, context)
 
 
-def _describe_copy(i, n, src, dst):
+def _describe_copy(i: int, n: int, src: Buffer, dst: Buffer) -> str:
     return (
         f"copy {i} of {n} failed (src={hex_address(src._ptr)}, dst={hex_address(dst._ptr)}, "
         f"size={src._size})"

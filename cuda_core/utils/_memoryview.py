@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import cuda_core._slots as _slots
 import cuda_core._tensor_map as _tensor_map
@@ -37,6 +38,13 @@ from cuda_core.utils._memoryview_protocols import (
     _view_buffer,
 )
 from cuda_core.utils._memoryview_torch import is_torch_tensor, view_torch_tensor
+
+if TYPE_CHECKING:
+    import numpy
+
+    from cuda_core._tensor_map import TensorMapDescriptor
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 
@@ -101,7 +109,19 @@ class StridedMemoryView:
         "__weakref__",
     )
 
-    def __init__(self, obj=None, stream_ptr=None):
+    _ptr: int
+    _device_id: int
+    _is_device_accessible: bool
+    _readonly: bool
+    _exporting_obj: Any
+    _layout_: _StridedLayout | None
+    _dtype: numpy.dtype[Any] | None
+    _buffer: Buffer | None
+    _metadata: Any
+    _consumed: Any  # the imported DLPack capsule's state, if any
+    _lazy_dtype: Callable[[], numpy.dtype[Any]] | None
+
+    def __init__(self, obj: Any = None, stream_ptr: int | None = None) -> None:
         _reset(self)
         clsname = type(self).__name__
         if obj is None:
@@ -130,7 +150,7 @@ class StridedMemoryView:
             )
             _view_as_cai(self, obj, stream_ptr)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         pad = " " * 18
         return (
             f"StridedMemoryView(ptr={self._ptr},\n"
@@ -144,7 +164,14 @@ class StridedMemoryView:
             f"{pad}exporting_obj={_simple_repr(self._exporting_obj)})"
         )
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         """Export this view as a DLPack capsule (no synchronization; ``stream`` is ignored).
 
         ``max_version`` None gives a legacy ``"dltensor"`` capsule; a tuple
@@ -161,10 +188,10 @@ class StridedMemoryView:
             raise BufferError("Sorry, not supported: dl_device other than None")
         if copy is True:
             raise BufferError("Sorry, not supported: copy=True")
-        versioned = _dlpack.wants_versioned(max_version)
+        versioned = _dlpack.wants_versioned(max_version)  # type: ignore[no-untyped-call]  # _dlpack: not annotated
         return export_capsule(self, versioned)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         """Return the DLPack ``(device_type, device_id)`` of the viewed memory.
 
         For a view made by :meth:`from_buffer`, the Buffer's own (managed
@@ -181,10 +208,10 @@ class StridedMemoryView:
         buf = self._get_buffer()
         if buf.is_closed:
             raise BufferError("the viewed Buffer is closed")
-        return _dlpack.classify_dl_device(buf)
+        return _dlpack.classify_dl_device(buf)  # type: ignore[no-any-return, no-untyped-call]  # _dlpack: not annotated
 
     @classmethod
-    def from_dlpack(cls, obj, stream_ptr=None):
+    def from_dlpack(cls, obj: Any, stream_ptr: int | None = None) -> StridedMemoryView:
         """Create a view of an object implementing DLPack (``__dlpack__``).
 
         The exporter is asked for DLPack 1.3 (``max_version=(1, 3)``), and
@@ -214,7 +241,9 @@ class StridedMemoryView:
         return view
 
     @classmethod
-    def from_cuda_array_interface(cls, obj, stream_ptr=None):
+    def from_cuda_array_interface(
+        cls, obj: Any, stream_ptr: int | None = None
+    ) -> StridedMemoryView:
         """Create a view of an object implementing ``__cuda_array_interface__`` (v3).
 
         Parameters
@@ -241,7 +270,7 @@ class StridedMemoryView:
         return view
 
     @classmethod
-    def from_array_interface(cls, obj):
+    def from_array_interface(cls, obj: Any) -> StridedMemoryView:
         """Create a view of a host object implementing ``__array_interface__`` (v3).
 
         As in cuda.core, the ``offset`` key is ignored and ``device_id`` is
@@ -256,7 +285,7 @@ class StridedMemoryView:
         return view
 
     @classmethod
-    def from_any_interface(cls, obj, stream_ptr=None):
+    def from_any_interface(cls, obj: Any, stream_ptr: int | None = None) -> StridedMemoryView:
         """Create a view through DLPack, else the CUDA Array Interface.
 
         Raises
@@ -271,8 +300,15 @@ class StridedMemoryView:
 
     @classmethod
     def from_buffer(
-        cls, buffer, shape, strides=None, *, itemsize=None, dtype=None, is_readonly=False
-    ):
+        cls,
+        buffer: Buffer,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...] | None = None,
+        *,
+        itemsize: int | None = None,
+        dtype: Any = None,
+        is_readonly: bool = False,
+    ) -> StridedMemoryView:
         """Create a view of a :class:`~cuda_core.Buffer` with the given layout.
 
         No synchronization is done: ordering the buffer's writes before the
@@ -323,7 +359,7 @@ class StridedMemoryView:
         _view_buffer(view, buffer, layout, dtype, is_readonly)
         return view
 
-    def view(self, layout=None, dtype=None):
+    def view(self, layout: Any = None, dtype: Any = None) -> StridedMemoryView:
         """Return a view of the same memory with another layout and/or dtype.
 
         Parameters
@@ -352,16 +388,16 @@ class StridedMemoryView:
 
     def as_tensor_map(
         self,
-        box_dim=None,
+        box_dim: Any = None,
         *,
-        options=None,
-        element_strides=None,
-        data_type=None,
-        interleave=None,
-        swizzle=None,
-        l2_promotion=None,
-        oob_fill=None,
-    ):
+        options: Any = None,
+        element_strides: Any = None,
+        data_type: Any = None,
+        interleave: Any = None,
+        swizzle: Any = None,
+        l2_promotion: Any = None,
+        oob_fill: Any = None,
+    ) -> TensorMapDescriptor:
         """Return a tiled :class:`~cuda_core.TensorMapDescriptor` (TMA) of this view.
 
         Give ``box_dim`` and the other arguments one by one, or all of them
@@ -382,15 +418,19 @@ class StridedMemoryView:
             oob_fill=oob_fill,
         )
 
-    def copy_from(self, other, stream, allocator=None, blocking=None):
+    def copy_from(
+        self, other: Any, stream: Any, allocator: Any = None, blocking: bool | None = None
+    ) -> None:
         """Copy ``other`` into this view (not supported yet)."""
         raise NotImplementedError("Sorry, not supported: copy_from")
 
-    def copy_to(self, other, stream=None, allocator=None, blocking=None):
+    def copy_to(
+        self, other: Any, stream: Any = None, allocator: Any = None, blocking: bool | None = None
+    ) -> None:
         """Copy this view into ``other`` (not supported yet)."""
         raise NotImplementedError("Sorry, not supported: copy_to")
 
-    def _get_buffer(self):
+    def _get_buffer(self) -> Buffer:
         """The viewed Buffer, or a non-owning one that keeps the exporter alive."""
         if self._buffer is None:
             if isinstance(self._exporting_obj, Buffer):
@@ -400,32 +440,32 @@ class StridedMemoryView:
         return self._buffer
 
     @property
-    def ptr(self):
+    def ptr(self) -> int:
         """int: Address of the first element."""
         return self._ptr
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: Device holding the data, -1 for CPU memory."""
         return self._device_id
 
     @property
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
         """bool: Whether the GPU can access the data."""
         return self._is_device_accessible
 
     @property
-    def readonly(self):
+    def readonly(self) -> bool:
         """bool: Whether the data must not be modified."""
         return self._readonly
 
     @property
-    def exporting_obj(self):
+    def exporting_obj(self) -> Any:
         """object: The viewed object."""
         return self._exporting_obj
 
     @property
-    def _layout(self):
+    def _layout(self) -> _StridedLayout:
         """_StridedLayout: Shape, strides and itemsize (read from DLPack on first use)."""
         if self._layout_ is None:
             if self._consumed is None:
@@ -434,17 +474,17 @@ class StridedMemoryView:
         return self._layout_
 
     @property
-    def size(self):
+    def size(self) -> int:
         """int: Number of elements."""
         return self._layout.volume
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         """tuple of int: Extents."""
         return self._layout.shape
 
     @property
-    def strides(self):
+    def strides(self) -> tuple[int, ...] | None:
         """tuple of int or None: Strides in elements (not bytes), as the producer gave them.
 
         None only when the producer gave no strides (C-contiguous).
@@ -452,7 +492,7 @@ class StridedMemoryView:
         return self._layout.strides
 
     @property
-    def dtype(self):
+    def dtype(self) -> numpy.dtype[Any] | None:
         """numpy.dtype or None: Element type (bfloat16 needs ``ml_dtypes``).
 
         For DLPack and PyTorch sources it is decoded on first access, so an
@@ -477,18 +517,21 @@ class _StridedMemoryViewProxy:
 
     __slots__ = ("obj", "has_dlpack")
 
-    def __init__(self, obj):
+    obj: Any
+    has_dlpack: bool
+
+    def __init__(self, obj: Any) -> None:
         self.obj = obj
         self.has_dlpack = _check_has_protocol(obj)
 
-    def view(self, stream_ptr=None):
+    def view(self, stream_ptr: int | None = None) -> StridedMemoryView:
         """Return a :class:`StridedMemoryView` of the argument (consumer stream ``stream_ptr``)."""
         if self.has_dlpack:
             return StridedMemoryView.from_dlpack(self.obj, stream_ptr)
         return StridedMemoryView.from_cuda_array_interface(self.obj, stream_ptr)
 
 
-def args_viewable_as_strided_memory(arg_indices):
+def args_viewable_as_strided_memory(arg_indices: tuple[int, ...]) -> Callable[[_F], _F]:
     """Decorate a function so that some positional arguments become view proxies.
 
     Inside the function, each listed argument is a proxy whose
@@ -506,24 +549,24 @@ def args_viewable_as_strided_memory(arg_indices):
         in cuda.core; not checked here).
     """
 
-    def decorator(func):
+    def decorator(func: _F) -> _F:
         @functools.wraps(func)
-        def wrapped(*args, **kwargs):
-            args = list(args)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            args = list(args)  # type: ignore[assignment]  # a mutable copy
             for idx in arg_indices:
-                args[idx] = _StridedMemoryViewProxy(args[idx])
+                args[idx] = _StridedMemoryViewProxy(args[idx])  # type: ignore[index]  # a list
             return func(*args, **kwargs)
 
-        return wrapped
+        return wrapped  # type: ignore[return-value]  # same signature
 
     return decorator
 
 
-def _simple_repr(obj):
+def _simple_repr(obj: object) -> str:
     cls = obj if isinstance(obj, type) else type(obj)
     if cls.__module__ in (None, "builtins"):
         return cls.__name__
     return f"{cls.__module__}.{cls.__name__}"
 
 
-_slots.StridedMemoryView = StridedMemoryView
+_slots.StridedMemoryView = StridedMemoryView  # type: ignore[assignment]  # fills the slot

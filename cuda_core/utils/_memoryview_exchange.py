@@ -17,15 +17,20 @@ same ``NotImplementedError``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cuda_core._cuda_ffi import ffi
 from cuda_core._memory import _dlpack
 from cuda_core.utils._memoryview_layout import _numpy_to_dlpack_dtype
 from cuda_core.utils._memoryview_protocols import _reset, _view_from_capsule
 
-__all__ = []
+if TYPE_CHECKING:
+    from cuda_core.utils._memoryview import StridedMemoryView
+
+__all__: list[str] = []
 
 
-def export_capsule(view, versioned):
+def export_capsule(view: StridedMemoryView, versioned: bool) -> Any:
     """Return a new DLPack capsule describing ``view`` (which it keeps alive).
 
     Strides are always given for ``ndim > 0`` (the C-contiguous ones when the
@@ -36,7 +41,7 @@ def export_capsule(view, versioned):
     code = _export_dtype(view)
     device = view.__dlpack_device__()
     data = 0 if layout.volume == 0 else view._ptr
-    return _dlpack.capsule_from_tensor(
+    return _dlpack.capsule_from_tensor(  # type: ignore[no-untyped-call]  # _dlpack: not annotated
         view,
         data,
         device,
@@ -48,34 +53,34 @@ def export_capsule(view, versioned):
     )
 
 
-def install(cls):
+def install(cls: type[StridedMemoryView]) -> None:
     """Give ``cls`` the DLPack C exchange API (both attribute names, one capsule)."""
 
-    def to_managed_tensor(obj):
+    def to_managed_tensor(obj: object) -> Any:
         _require_view(obj, cls)
-        return export_capsule(obj, True)
+        return export_capsule(obj, True)  # type: ignore[arg-type]  # checked just above
 
-    def fill_dltensor(obj, address):
+    def fill_dltensor(obj: object, address: int) -> None:
         _require_view(obj, cls)
-        _fill_dltensor(obj, ffi.cast("DLTensor *", address))
+        _fill_dltensor(obj, ffi.cast("DLTensor *", address))  # type: ignore[arg-type]  # checked
 
-    def from_capsule(capsule):
+    def from_capsule(capsule: Any) -> StridedMemoryView:
         view = object.__new__(cls)
         _reset(view)
         _view_from_capsule(view, capsule, capsule)
         return view
 
-    capsule = _dlpack.exchange_api_capsule(to_managed_tensor, fill_dltensor, from_capsule)
-    cls.__dlpack_c_exchange_api__ = capsule
-    cls.__c_dlpack_exchange_api__ = capsule
+    capsule = _dlpack.exchange_api_capsule(to_managed_tensor, fill_dltensor, from_capsule)  # type: ignore[no-untyped-call]  # _dlpack: not annotated
+    cls.__dlpack_c_exchange_api__ = capsule  # type: ignore[attr-defined]  # set here
+    cls.__c_dlpack_exchange_api__ = capsule  # type: ignore[attr-defined]  # set here
 
 
-def _require_view(obj, cls):
+def _require_view(obj: object, cls: type) -> None:
     if not isinstance(obj, cls):
         raise TypeError("py_object must be a StridedMemoryView")
 
 
-def _export_dtype(view):
+def _export_dtype(view: StridedMemoryView) -> tuple[int, int, int]:
     dtype = view.dtype
     if dtype is None:
         raise BufferError(
@@ -85,7 +90,7 @@ def _export_dtype(view):
     return _numpy_to_dlpack_dtype(dtype)
 
 
-def _fill_dltensor(view, out):
+def _fill_dltensor(view: StridedMemoryView, out: Any) -> None:
     """Describe ``view`` in the caller's ``DLTensor`` without allocating.
 
     Shape and strides point into an array the view's layout owns, so they

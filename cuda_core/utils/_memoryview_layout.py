@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any, Sequence
 
 import numpy
 
 from cuda_core._memory import _dlpack
 
-__all__ = []
+__all__: list[str] = []
 
 #: Most dimensions a layout may have (as in cuda.core).
 MAX_NDIM = 64
 
 try:  # bfloat16 and friends come from ml_dtypes when installed
-    from ml_dtypes import bfloat16 as _bfloat16
+    from ml_dtypes import bfloat16 as _bfloat16  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # pragma: no cover - depends on the environment
     _bfloat16 = None
 
@@ -39,7 +40,18 @@ class _StridedLayout:
 
     __slots__ = ("shape", "strides", "itemsize", "_c_dims")
 
-    def __init__(self, shape, strides, itemsize, divide_strides=False):
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    itemsize: int
+    _c_dims: Any  # int64_t[] cdata once built
+
+    def __init__(
+        self,
+        shape: Sequence[Any],
+        strides: Sequence[Any] | None,
+        itemsize: Any,
+        divide_strides: bool = False,
+    ) -> None:
         ndim = len(shape)
         if ndim > MAX_NDIM:
             raise ValueError(
@@ -67,24 +79,24 @@ class _StridedLayout:
         self.itemsize = itemsize
         self._c_dims = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"_StridedLayout(shape={self.shape}, strides={self.strides}, itemsize={self.itemsize})"
         )
 
     @property
-    def volume(self):
+    def volume(self) -> int:
         """Number of elements."""
         return math.prod(self.shape)
 
-    def element_strides(self):
+    def element_strides(self) -> tuple[int, ...]:
         """Strides in elements; for a layout without strides, the C-contiguous ones.
 
         As in cuda.core, the computed strides of an empty layout are all 0.
         """
         if self.strides is not None:
             return self.strides
-        out = []
+        out: list[int] = []
         acc = 1
         for extent in reversed(self.shape):
             out.append(acc)
@@ -93,7 +105,7 @@ class _StridedLayout:
             return (0,) * len(self.shape)
         return tuple(reversed(out))
 
-    def c_dims(self, ffi):
+    def c_dims(self, ffi: Any) -> Any:
         """``int64_t[2 * ndim]`` holding the shape then the element strides (cached).
 
         DLPack's borrowed export points into it, so it lives as long as the
@@ -105,7 +117,7 @@ class _StridedLayout:
             )
         return self._c_dims
 
-    def required_size_in_bytes(self):
+    def required_size_in_bytes(self) -> int:
         """Bytes spanned from the base pointer (ValueError for negative offsets)."""
         if self.volume == 0:
             return 0
@@ -120,7 +132,7 @@ class _StridedLayout:
         return (hi + 1) * self.itemsize
 
 
-def _require_tuple(value, name=None, allow_none=False):
+def _require_tuple(value: Any, name: str | None = None, allow_none: bool = False) -> Any:
     """Raise cuda.core's TypeError unless ``value`` is a tuple (or None if allowed).
 
     ``name`` selects the message of a keyword parameter
@@ -135,7 +147,7 @@ def _require_tuple(value, name=None, allow_none=False):
     raise TypeError(f"Argument '{name}' has incorrect type (expected tuple, got {got})")
 
 
-def _as_index(value):
+def _as_index(value: Any) -> int:
     """``value`` as a Python int (TypeError for floats and other non-integers)."""
     try:
         return int(value.__index__())
@@ -146,11 +158,11 @@ def _as_index(value):
 
 
 @functools.cache
-def _typestr2dtype(typestr):
+def _typestr2dtype(typestr: str) -> numpy.dtype[Any]:
     return numpy.dtype(typestr)
 
 
-def _interface_dtype(typestr):
+def _interface_dtype(typestr: object) -> numpy.dtype[Any]:
     """The dtype of an array-interface ``typestr`` (which must be a ``str``)."""
     if not isinstance(typestr, str):
         raise TypeError(
@@ -178,7 +190,7 @@ _DLPACK_DTYPES = {
 _DLPACK_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 5: "complex"}
 
 
-def _dlpack_to_numpy_dtype(code, bits, lanes):
+def _dlpack_to_numpy_dtype(code: int, bits: int, lanes: int) -> numpy.dtype[Any]:
     """The NumPy dtype of a DLPack ``(code, bits, lanes)``, with cuda.core's errors."""
     if lanes != 1:
         raise NotImplementedError(f"vector dtypes (lanes={lanes}) is not supported")
@@ -196,11 +208,11 @@ def _dlpack_to_numpy_dtype(code, bits, lanes):
             )
         if bits != 16:
             raise TypeError(f"bfloat{bits} is not supported.")
-        return numpy.dtype(_bfloat16)
+        return numpy.dtype(_bfloat16)  # type: ignore[no-any-return, unused-ignore]  # ml_dtypes
     raise TypeError(f"Unsupported dtype. dtype code: {code}")
 
 
-def _numpy_to_dlpack_dtype(dtype):
+def _numpy_to_dlpack_dtype(dtype: Any) -> tuple[int, int, int]:
     dtype = numpy.dtype(dtype)
     if dtype.fields is not None:
         raise BufferError("Structured dtypes are not supported for DLPack export")

@@ -14,6 +14,8 @@ raises when ``dtype`` is read, not when the view is made.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as
 from cuda_core._memory import _dlpack
@@ -26,7 +28,12 @@ from cuda_core.utils._memoryview_layout import (
     _StridedLayout,
 )
 
-__all__ = []
+if TYPE_CHECKING:
+    import numpy
+
+    from cuda_core.utils._memoryview import StridedMemoryView
+
+__all__: list[str] = []
 
 _kDLCPU = int(_dlpack.DLDeviceType.kDLCPU)
 _kDLCUDA = int(_dlpack.DLDeviceType.kDLCUDA)
@@ -45,7 +52,9 @@ class _NoProtocolError(BufferError, RuntimeError):
     (as it raised before), so either ``except`` clause catches it.
     """
 
-    def __init__(self, message="the input object does not support any data exchange protocol"):
+    def __init__(
+        self, message: str = "the input object does not support any data exchange protocol"
+    ) -> None:
         super().__init__(message)
 
 
@@ -59,7 +68,7 @@ class _StreamPtrError(TypeError, ValueError):
     """A ``stream_ptr`` that is not a stream address (``cuda.core``: ValueError from int())."""
 
 
-def _stream_ptr(stream_ptr):
+def _stream_ptr(stream_ptr: Any) -> int | None:
     """Return ``stream_ptr`` (None, -1 or an address) as None or an int."""
     if stream_ptr is None or stream_ptr.__class__ is int:
         return stream_ptr
@@ -74,7 +83,7 @@ def _stream_ptr(stream_ptr):
     )
 
 
-def _reset(view):
+def _reset(view: StridedMemoryView) -> None:
     view._ptr = 0
     view._device_id = -1
     view._is_device_accessible = False
@@ -88,11 +97,11 @@ def _reset(view):
     view._lazy_dtype = None
 
 
-def _has_dlpack(obj):
+def _has_dlpack(obj: object) -> bool:
     return hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
 
 
-def _check_has_protocol(obj):
+def _check_has_protocol(obj: object) -> bool:
     """Return True for DLPack, False for the CUDA Array Interface; raise otherwise."""
     if _has_dlpack(obj):
         return True
@@ -104,7 +113,7 @@ def _check_has_protocol(obj):
 # --------------------------------------------------------------------------
 # DLPack
 # --------------------------------------------------------------------------
-def _view_as_dlpack(view, obj, stream_ptr):
+def _view_as_dlpack(view: StridedMemoryView, obj: Any, stream_ptr: Any) -> None:
     if not _has_dlpack(obj):
         raise _NoInterfaceError(
             f"{type(obj).__name__} does not support DLPack (it has no __dlpack__ and "
@@ -138,7 +147,7 @@ def _view_as_dlpack(view, obj, stream_ptr):
     view._is_device_accessible = is_device_accessible
 
 
-def _view_from_capsule(view, capsule, exporting_obj):
+def _view_from_capsule(view: StridedMemoryView, capsule: Any, exporting_obj: Any) -> None:
     """Fill ``view`` from an unconsumed DLPack capsule (the device comes from the tensor)."""
     tensor = _take_tensor(view, capsule, exporting_obj)
     device_type = int(tensor.device.device_type)
@@ -154,8 +163,8 @@ def _view_from_capsule(view, capsule, exporting_obj):
         raise BufferError("device not supported")
 
 
-def _take_tensor(view, capsule, exporting_obj):
-    consumed = _dlpack.take_capsule(capsule)
+def _take_tensor(view: StridedMemoryView, capsule: Any, exporting_obj: Any) -> Any:
+    consumed = _dlpack.take_capsule(capsule)  # type: ignore[no-untyped-call]  # _dlpack: not annotated
     tensor = consumed.tensor
     view._consumed = consumed
     view._metadata = capsule
@@ -167,7 +176,7 @@ def _take_tensor(view, capsule, exporting_obj):
     return tensor
 
 
-def _dlpack_layout(tensor):
+def _dlpack_layout(tensor: Any) -> _StridedLayout:
     """The layout of a DLPack tensor (strides exactly as given, None if NULL)."""
     dt = tensor.dtype
     nbits = int(dt.bits) * int(dt.lanes)
@@ -181,7 +190,7 @@ def _dlpack_layout(tensor):
     return _StridedLayout(shape, strides, nbits // 8)
 
 
-def _dlpack_dtype(tensor):
+def _dlpack_dtype(tensor: Any) -> numpy.dtype[Any]:
     dt = tensor.dtype
     return _dlpack_to_numpy_dtype(int(dt.code), int(dt.bits), int(dt.lanes))
 
@@ -189,13 +198,13 @@ def _dlpack_dtype(tensor):
 # --------------------------------------------------------------------------
 # CUDA Array Interface and NumPy's array interface
 # --------------------------------------------------------------------------
-def _interface_dict(data):
+def _interface_dict(data: Any) -> Any:
     if data is not None and not isinstance(data, dict):
         raise TypeError(f"Expected dict, got {type(data).__name__}")
     return data
 
 
-def _interface_layout(data):
+def _interface_layout(data: Any) -> tuple[_StridedLayout, numpy.dtype[Any]]:
     """Validate and return ``(layout, dtype)`` of an interface dict, in cuda.core's order."""
     shape = data["shape"]
     strides = data.get("strides")
@@ -205,7 +214,7 @@ def _interface_layout(data):
     return _StridedLayout(shape, strides, dtype.itemsize, divide_strides=True), dtype
 
 
-def _view_as_cai(view, obj, stream_ptr):
+def _view_as_cai(view: StridedMemoryView, obj: Any, stream_ptr: Any) -> None:
     if not hasattr(obj, "__cuda_array_interface__"):
         raise _NoInterfaceError(
             f"{type(obj).__name__} does not support the CUDA Array Interface (it has no "
@@ -253,7 +262,7 @@ def _view_as_cai(view, obj, stream_ptr):
     view._dtype = dtype
 
 
-def _order_streams(producer, consumer):
+def _order_streams(producer: int, consumer: int) -> None:
     """Make ``consumer`` wait for the work queued so far on ``producer``."""
     c_event = ffi.new("CUevent *")
     check(lib.cuEventCreate(c_event, lib.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
@@ -267,7 +276,7 @@ def _order_streams(producer, consumer):
         check(lib.cuEventDestroy(c_event[0]), "cuEventDestroy")
 
 
-def _view_as_array_interface(view, obj):
+def _view_as_array_interface(view: StridedMemoryView, obj: Any) -> None:
     data = _interface_dict(obj.__array_interface__)
     if data["version"] < 3:
         raise BufferError("only NumPy Array Interface v3 or above is supported")
@@ -291,7 +300,9 @@ def _view_as_array_interface(view, obj):
 # --------------------------------------------------------------------------
 # Buffers
 # --------------------------------------------------------------------------
-def _view_buffer(view, buffer, layout, dtype, is_readonly):
+def _view_buffer(
+    view: StridedMemoryView, buffer: Any, layout: _StridedLayout, dtype: Any, is_readonly: bool
+) -> None:
     """View ``buffer`` (a Buffer or anything with its attributes) with ``layout``."""
     if dtype is not None:
         import numpy

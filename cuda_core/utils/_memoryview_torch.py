@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import TYPE_CHECKING, Any
 
 import numpy
 
-from cuda_core.utils._memoryview_layout import _bfloat16, _StridedLayout
+from cuda_core.utils._memoryview_layout import (  # type: ignore[attr-defined]  # optional ml_dtypes
+    _bfloat16,
+    _StridedLayout,
+)
 from cuda_core.utils._memoryview_protocols import _order_streams
+
+if TYPE_CHECKING:
+    from cuda_core.utils._memoryview import StridedMemoryView
 
 __all__ = []
 
@@ -65,7 +72,7 @@ _SCALAR_TYPES = {
 # Element sizes of the dtypes a view can hold (others fail at construction).
 _ITEMSIZES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 8: 4, 9: 8, 10: 16, 11: 1, 15: 2}
 # NumPy dtypes (complex32 has none; bfloat16 needs ml_dtypes).
-_NUMPY_DTYPES = {
+_NUMPY_DTYPES: dict[int, numpy.dtype[Any]] = {
     0: numpy.dtype(numpy.uint8),
     1: numpy.dtype(numpy.int8),
     2: numpy.dtype(numpy.int16),
@@ -105,10 +112,10 @@ _DEVICE_TYPES = {
 }
 _PRIVATE_USE_1 = 20  # any other name is a backend registered as PrivateUse1
 
-_is_tensor_type = {}  # type -> bool, decided once per type
+_is_tensor_type: dict[type, bool] = {}  # type -> bool, decided once per type
 
 
-def is_torch_tensor(obj):
+def is_torch_tensor(obj: object) -> bool:
     """Whether ``obj`` is a PyTorch tensor that views read directly.
 
     True for objects of a type defined in a ``torch`` module with a
@@ -123,7 +130,7 @@ def is_torch_tensor(obj):
     return hit
 
 
-def view_torch_tensor(view, tensor, stream_ptr):
+def view_torch_tensor(view: StridedMemoryView, tensor: Any, stream_ptr: int | None) -> None:
     """Fill ``view`` from a PyTorch tensor.
 
     A CPU tensor needs no stream.  For a CUDA tensor ``stream_ptr`` is the
@@ -169,14 +176,14 @@ def view_torch_tensor(view, tensor, stream_ptr):
     view._lazy_dtype = lambda: _numpy_dtype(code)
 
 
-def _numpy_dtype(code):
+def _numpy_dtype(code: int) -> numpy.dtype[Any]:
     dtype = _NUMPY_DTYPES.get(code)
     if dtype is None:
         raise TypeError(f"Unsupported AOTI dtype code: {code}")
     return dtype
 
 
-def _torch_supported():
+def _torch_supported() -> bool:
     torch = sys.modules.get("torch")
     if torch is None:
         return False

@@ -25,4 +25,4 @@ __all__ = [*_file_stream_all, *_in_memory_all, *_keys_all, *_resource_all]
 
 # Program.compile(cache=...) sits below this package: hand it the cache type
 # and the key builder.
-_register_cache_support(ProgramCacheResource, make_program_cache_key)  # noqa: F405
+_register_cache_support(ProgramCacheResource, make_program_cache_key)  # type: ignore[type-abstract]  # noqa: F405 - _program is annotated separately

@@ -18,12 +18,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 from cuda_core.utils._program_cache._resource import (
     ProgramCacheResource,
     _key_bytes,
     _value_bytes,
 )
+
+if TYPE_CHECKING:
+    from cuda_core.utils._program_cache._resource import _Key, _Value
 
 __all__ = ["FileStreamProgramCache"]
 
@@ -77,7 +81,9 @@ class FileStreamProgramCache(ProgramCacheResource):
     hour.  Other files in the directory are never touched.
     """
 
-    def __init__(self, path=None, *, max_size_bytes=None):
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, max_size_bytes: float | None = None
+    ) -> None:
         if max_size_bytes is not None and max_size_bytes <= 0:
             raise ValueError("max_size_bytes must be positive or None (0 would evict every write)")
         self._max_size_bytes = max_size_bytes
@@ -92,7 +98,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         self._lock = threading.Lock()
         self._approx_size = self._scan_size() if max_size_bytes is not None else 0
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: _Key) -> bytes:
         # The hot path of a cache hit: plain descriptor calls, no file object.
         path = self._entry_path(_key_bytes(key))
         try:
@@ -107,7 +113,7 @@ class FileStreamProgramCache(ProgramCacheResource):
             os.close(fd)
         return data
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: _Key, value: _Value) -> None:
         data = _value_bytes(value)
         target = self._path(_key_bytes(key))
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +141,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         if over:
             self._evict()
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: _Key) -> None:
         path = self._path(_key_bytes(key))
         try:
             size = path.stat().st_size
@@ -145,13 +151,13 @@ class FileStreamProgramCache(ProgramCacheResource):
         with self._lock:
             self._approx_size = max(0, self._approx_size - size)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return sum(1 for _ in self._iter_entries())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<FileStreamProgramCache path={str(self._root)!r}>"
 
-    def clear(self):
+    def clear(self) -> None:
         """Remove every entry, stale temporary files and empty shard directories.
 
         An entry replaced by another writer while this runs is left in place.
@@ -172,22 +178,22 @@ class FileStreamProgramCache(ProgramCacheResource):
                 self._approx_size = size
 
     @property
-    def path(self):
+    def path(self) -> Path:
         """pathlib.Path: the cache directory."""
         return self._root
 
     # -- internals -----------------------------------------------------------
 
-    def _entry_path(self, key_bytes):
+    def _entry_path(self, key_bytes: bytes) -> str:
         """The entry file of ``key_bytes``, as a str."""
         digest = _sha256_hex(key_bytes)
         return self._entries_prefix + digest[:2] + _SEP + digest[2:]
 
-    def _path(self, key_bytes):
+    def _path(self, key_bytes: bytes) -> Path:
         """The entry file of ``key_bytes``, as a Path."""
         return Path(self._entry_path(key_bytes))
 
-    def _iter_shards(self):
+    def _iter_shards(self) -> list[str]:
         try:
             with os.scandir(self._entries) as it:
                 shards = [
@@ -197,7 +203,7 @@ class FileStreamProgramCache(ProgramCacheResource):
             return []
         return shards
 
-    def _iter_entries(self):
+    def _iter_entries(self) -> Iterator[str]:
         """Yield the paths of the entry files (named as entries; nothing else)."""
         for shard in self._iter_shards():
             try:
@@ -211,7 +217,7 @@ class FileStreamProgramCache(ProgramCacheResource):
                 continue
             yield from files
 
-    def _iter_tmp(self):
+    def _iter_tmp(self) -> list[os.DirEntry[str]]:
         try:
             with os.scandir(self._tmp) as it:
                 return [
@@ -222,31 +228,31 @@ class FileStreamProgramCache(ProgramCacheResource):
         except FileNotFoundError:
             return []
 
-    def _tmp_size(self):
+    def _tmp_size(self) -> int:
         total = 0
         for entry in self._iter_tmp():
             with contextlib.suppress(FileNotFoundError):
                 total += entry.stat(follow_symlinks=False).st_size
         return total
 
-    def _scan_size(self):
+    def _scan_size(self) -> int:
         total = self._tmp_size()
         for path in self._iter_entries():
             with contextlib.suppress(FileNotFoundError):
                 total += os.stat(path).st_size
         return total
 
-    def _evict(self):
+    def _evict(self) -> None:
         """Remove least recently read entries until the total (with temporary files) fits."""
         self._sweep_stale_tmp()
-        stats = []
+        stats: list[tuple[str, os.stat_result]] = []
         for path in self._iter_entries():
             with contextlib.suppress(FileNotFoundError):
                 stats.append((path, os.stat(path)))
         total = self._tmp_size() + sum(st.st_size for _, st in stats)
         stats.sort(key=lambda item: item[1].st_atime_ns)
         for path, st in stats:
-            if total <= self._max_size_bytes:
+            if total <= self._max_size_bytes:  # type: ignore[operator]  # set when evicting
                 break
             try:
                 now = os.stat(path)
@@ -261,7 +267,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         with self._lock:
             self._approx_size = total
 
-    def _sweep_stale_tmp(self):
+    def _sweep_stale_tmp(self) -> None:
         cutoff = time.time() - _TMP_STALE_SECONDS
         for entry in self._iter_tmp():
             with contextlib.suppress(OSError):
@@ -272,7 +278,7 @@ class FileStreamProgramCache(ProgramCacheResource):
 # -- private helpers -------------------------------------------------------------
 
 
-def _sha256_hex(data):
+def _sha256_hex(data: bytes) -> str:
     try:
         h = hashlib.sha256(data, usedforsecurity=False)
     except TypeError:  # an interpreter without the keyword
@@ -280,11 +286,11 @@ def _sha256_hex(data):
     return h.hexdigest()
 
 
-def _same_file(a, b):
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_ino, b.st_size, b.st_mtime_ns)
 
 
-def _read_all(fd, size):
+def _read_all(fd: int, size: int) -> bytes:
     """Read the file open on ``fd`` to its end; ``size`` is its size from ``fstat``."""
     data = os.read(fd, size + 1)  # a byte more than expected: a short read means the end
     if len(data) <= size:
@@ -297,7 +303,7 @@ def _read_all(fd, size):
         chunks.append(chunk)
 
 
-def _touch_atime(fd, path, st_before):
+def _touch_atime(fd: int, path: str, st_before: os.stat_result) -> None:
     """Set the entry's access time to now (keeping its mtime), if it is still the file read.
 
     Eviction goes by access time, which mounts with ``relatime``/``noatime``
@@ -316,7 +322,7 @@ def _touch_atime(fd, path, st_before):
         pass
 
 
-def _unlink_if_unchanged(path, st_before):
+def _unlink_if_unchanged(path: str, st_before: os.stat_result) -> bool:
     """Delete ``path`` unless another process replaced it since ``st_before``."""
     try:
         st_now = os.stat(path)
@@ -331,7 +337,7 @@ def _unlink_if_unchanged(path, st_before):
     return True
 
 
-def _default_cache_dir():
+def _default_cache_dir() -> Path:
     if os.name == "nt":
         local = os.environ.get("LOCALAPPDATA")
         root = Path(local) if local else Path.home() / "AppData" / "Local"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from typing import TYPE_CHECKING
 
 from cuda_core.utils._program_cache._resource import (
     ProgramCacheResource,
@@ -12,6 +13,9 @@ from cuda_core.utils._program_cache._resource import (
     _key_bytes,
     _value_bytes,
 )
+
+if TYPE_CHECKING:
+    from cuda_core.utils._program_cache._resource import _Key, _Value
 
 __all__ = ["InMemoryProgramCache"]
 
@@ -30,13 +34,15 @@ class InMemoryProgramCache(ProgramCacheResource):
     Thread-safe: one lock serializes every operation.
     """
 
-    def __init__(self, *, max_size_bytes=None):
+    def __init__(self, *, max_size_bytes: int | None = None) -> None:
         self._max_size_bytes = _check_max_size(max_size_bytes)
-        self._entries = collections.OrderedDict()  # key bytes -> value bytes, oldest first
+        self._entries: collections.OrderedDict[bytes, bytes] = (
+            collections.OrderedDict()
+        )  # key bytes -> value bytes, oldest first
         self._total = 0
         self._lock = threading.RLock()
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: _Key) -> bytes:
         k = _key_bytes(key)
         with self._lock:
             try:
@@ -46,7 +52,7 @@ class InMemoryProgramCache(ProgramCacheResource):
             self._entries.move_to_end(k)
             return data
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: _Key, value: _Value) -> None:
         data = _value_bytes(value)
         k = _key_bytes(key)
         with self._lock:
@@ -60,7 +66,7 @@ class InMemoryProgramCache(ProgramCacheResource):
                     _, evicted = self._entries.popitem(last=False)
                     self._total -= len(evicted)
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: _Key) -> None:
         k = _key_bytes(key)
         with self._lock:
             try:
@@ -69,14 +75,14 @@ class InMemoryProgramCache(ProgramCacheResource):
                 raise KeyError(key) from None
             self._total -= len(data)
 
-    def __len__(self):
+    def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<InMemoryProgramCache entries={len(self)} bytes={self._total}>"
 
-    def clear(self):
+    def clear(self) -> None:
         """Remove every entry."""
         with self._lock:
             self._entries.clear()

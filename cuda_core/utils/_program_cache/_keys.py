@@ -22,11 +22,18 @@ from __future__ import annotations
 
 import collections.abc
 import hashlib
+from typing import TYPE_CHECKING, Any
 
 import cuda_core._loader as _loader
 from cuda_core._linker import Linker
 from cuda_core._program_options import ProgramOptions
 from cuda_core.typing import CompilerBackendType, SourceCodeType
+
+if TYPE_CHECKING:
+    from typing import Callable, Sequence
+
+    #: Mixes one labelled field into a key: ``update(label, payload)``.
+    _Update = Callable[[str, bytes], None]
 
 __all__ = ["make_program_cache_key"]
 
@@ -55,13 +62,13 @@ _DRIVER_IGNORED = frozenset({"ftz", "prec_div", "prec_sqrt", "fma"})
 
 def make_program_cache_key(
     *,
-    code,
-    code_type,
-    options,
-    target_type,
-    name_expressions=(),
-    extra_digest=None,
-):
+    code: str | bytes | bytearray,
+    code_type: str,
+    options: ProgramOptions,
+    target_type: str,
+    name_expressions: Sequence[str | bytes] = (),
+    extra_digest: bytes | None = None,
+) -> bytes:
     """Build the cache key of one compilation.
 
     The key covers the code, code type and target, every option as the
@@ -156,7 +163,7 @@ def make_program_cache_key(
     parts = [_SCHEMA_FIELD, *probe]
     add = parts.extend
 
-    def update(label, payload):
+    def update(label: str, payload: bytes) -> None:
         add((label.encode("ascii"), len(payload).to_bytes(8, "big"), payload))
 
     add(_FIELD_CODE_TYPE[code_type])
@@ -189,10 +196,10 @@ def make_program_cache_key(
 class _Backend:
     """What one code type contributes to a key (checks, code, options, probe)."""
 
-    def validate(self, options, extra_digest):
+    def validate(self, options: Any, extra_digest: bytes | None) -> None:
         """Raise ValueError for options the cache cannot key."""
 
-    def encode_code(self, code, code_type):
+    def encode_code(self, code: object, code_type: str) -> bytes:
         if isinstance(code, str):
             return code.encode("utf-8")
         if isinstance(code, (bytes, bytearray)):
@@ -202,22 +209,22 @@ class _Backend:
             )
         raise TypeError(f"code must be str or bytes, got {type(code).__name__}")
 
-    def option_fingerprint(self, options, target_type):
+    def option_fingerprint(self, options: Any, target_type: str) -> list[bytes]:
         raise NotImplementedError
 
-    def name_tags(self, name_expressions):
+    def name_tags(self, name_expressions: Sequence[object]) -> tuple[bytes, ...] | None:
         """Sorted type-tagged name expressions, or None where they are ignored."""
         return None
 
-    def version_probe(self, update):
+    def version_probe(self, update: _Update) -> None:
         raise NotImplementedError
 
-    def extra_payload(self, options, update):
+    def extra_payload(self, options: Any, update: _Update) -> None:
         """Mix in what only this backend reads (nothing by default)."""
 
 
 class _Nvrtc(_Backend):
-    def validate(self, options, extra_digest):
+    def validate(self, options: Any, extra_digest: bytes | None) -> None:
         side_effects = [f for f in _SIDE_EFFECT_OPTIONS if getattr(options, f) is not None]
         if side_effects:
             raise ValueError(
@@ -250,11 +257,11 @@ class _Nvrtc(_Backend):
                 "directory, so pass a digest of the headers it may read."
             )
 
-    def option_fingerprint(self, options, target_type):
-        return options.as_bytes("nvrtc", target_type)
+    def option_fingerprint(self, options: Any, target_type: str) -> list[bytes]:
+        return options.as_bytes("nvrtc", target_type)  # type: ignore[no-any-return]
 
-    def name_tags(self, name_expressions):
-        tags = []
+    def name_tags(self, name_expressions: Sequence[object]) -> tuple[bytes, ...] | None:
+        tags: list[bytes] = []
         for expr in name_expressions:
             if isinstance(expr, bytes):
                 tags.append(b"b:" + expr)
@@ -272,7 +279,7 @@ class _Nvrtc(_Backend):
                 )
         return tuple(sorted(tags))
 
-    def version_probe(self, update):
+    def version_probe(self, update: _Update) -> None:
         try:
             major, minor = _loader.nvrtc_version()
         except Exception as e:  # noqa: BLE001 - recorded in the key, as upstream does
@@ -282,19 +289,21 @@ class _Nvrtc(_Backend):
 
 
 class _LinkerKey(_Backend):
-    def __init__(self):
+    _decision: list[Any] | None
+
+    def __init__(self) -> None:
         self._decision = None  # [uses the driver linker: bool or None, exception or None]
 
-    def _uses_driver(self):
+    def _uses_driver(self) -> bool | None:
         """True (driver linker), False (nvJitLink) or None (the probe failed), once per key."""
         if self._decision is None:
             try:
                 self._decision = [Linker.which_backend() is CompilerBackendType.DRIVER, None]
             except Exception as e:  # noqa: BLE001 - recorded in the key
                 self._decision = [None, e]
-        return self._decision[0]
+        return self._decision[0]  # type: ignore[no-any-return]  # bool or None
 
-    def validate(self, options, extra_digest):
+    def validate(self, options: Any, extra_digest: bytes | None) -> None:
         if options.extra_sources is not None:
             raise ValueError(
                 "extra_sources is only valid for code_type='nvvm'; Program() rejects it for "
@@ -309,7 +318,7 @@ class _LinkerKey(_Backend):
                     "configuration before producing an ObjectCode."
                 )
 
-    def option_fingerprint(self, options, target_type):
+    def option_fingerprint(self, options: Any, target_type: str) -> list[bytes]:
         driver = self._uses_driver() is True
         parts = []
         for field, gate in _LINKER_GATES:
@@ -320,10 +329,10 @@ class _LinkerKey(_Backend):
             parts.append(f"{field}={gate(value)!r}".encode())
         return parts
 
-    def version_probe(self, update):
+    def version_probe(self, update: _Update) -> None:
         driver = self._uses_driver()
         if driver is None:
-            _probe_failed(update, "linker", self._decision[1])
+            _probe_failed(update, "linker", self._decision[1])  # type: ignore[index]  # decided
             return
         try:
             if driver:
@@ -338,7 +347,7 @@ class _LinkerKey(_Backend):
 
 
 class _Nvvm(_Backend):
-    def validate(self, options, extra_digest):
+    def validate(self, options: Any, extra_digest: bytes | None) -> None:
         if extra_digest is None and options.use_libdevice:
             raise ValueError(
                 "make_program_cache_key() refuses to build an NVVM key with "
@@ -347,17 +356,17 @@ class _Nvvm(_Backend):
                 "fingerprints the libdevice file, or turn use_libdevice off."
             )
 
-    def encode_code(self, code, code_type):
+    def encode_code(self, code: object, code_type: str) -> bytes:
         if isinstance(code, str):
             return code.encode("utf-8")
         if isinstance(code, (bytes, bytearray)):
             return bytes(code)
         raise TypeError(f"code must be str or bytes, got {type(code).__name__}")
 
-    def option_fingerprint(self, options, target_type):
-        return options.as_bytes("nvvm", target_type)
+    def option_fingerprint(self, options: Any, target_type: str) -> list[bytes]:
+        return options.as_bytes("nvvm", target_type)  # type: ignore[no-any-return]
 
-    def version_probe(self, update):
+    def version_probe(self, update: _Update) -> None:
         try:
             fingerprint = _nvvm_fingerprint()
         except Exception as e:  # noqa: BLE001 - recorded in the key
@@ -365,7 +374,7 @@ class _Nvvm(_Backend):
             return
         update("nvvm", fingerprint.encode("ascii"))
 
-    def extra_payload(self, options, update):
+    def extra_payload(self, options: Any, update: _Update) -> None:
         extra = options.extra_sources
         if extra:
             update("extra_sources_count", str(len(extra)).encode("ascii"))
@@ -386,20 +395,20 @@ class _Nvvm(_Backend):
             update("use_libdevice", b"1")
 
 
-_BACKENDS = {"c++": _Nvrtc, "ptx": _LinkerKey, "nvvm": _Nvvm}
+_BACKENDS: dict[str, type[_Backend]] = {"c++": _Nvrtc, "ptx": _LinkerKey, "nvvm": _Nvvm}
 
 
 # -- private helpers ---------------------------------------------------------------
 
 
-def _sha256(data):
+def _sha256(data: bytes) -> hashlib._Hash:
     try:
         return hashlib.sha256(data, usedforsecurity=False)
     except TypeError:  # an interpreter without the keyword
         return hashlib.sha256(data)
 
 
-def _field(label, payload):
+def _field(label: bytes, payload: bytes) -> tuple[bytes, bytes, bytes]:
     """One field of a key's digest: label, payload length (8 bytes, big-endian), payload."""
     return (label, len(payload).to_bytes(8, "big"), payload)
 
@@ -414,7 +423,7 @@ _FIELD_TARGET_TYPE = {t: _field(b"target_type", t.encode("ascii")) for t in _VAL
 # A hit still runs the (cached, cheap) version probe and must match its
 # fields, so a library that changes under the process is seen.  Options
 # are read whole (their instance dict), so any change to them is a miss.
-_memo = {}
+_memo: dict[tuple[Any, ...], tuple[list[bytes], bytes]] = {}
 _MEMO_SIZE = 64
 _MEMO_CODE_LIMIT = 256 * 1024  # the memo keeps sources alive: small ones only
 # Types whose equal values render to equal bytes (not float: 0.0 == -0.0;
@@ -422,7 +431,14 @@ _MEMO_CODE_LIMIT = 256 * 1024  # the memo keeps sources alive: small ones only
 _PLAIN_TYPES = frozenset({type(None), bool, int, str, bytes})
 
 
-def _memo_key(code_type, target_type, code, options, name_expressions, extra_digest):
+def _memo_key(
+    code_type: str,
+    target_type: str,
+    code: Any,
+    options: Any,
+    name_expressions: Sequence[object],
+    extra_digest: bytes | None,
+) -> tuple[Any, ...] | None:
     """The memo key of a key's inputs, or None when they are not all plain values."""
     if (
         type(options) is not ProgramOptions
@@ -440,23 +456,23 @@ def _memo_key(code_type, target_type, code, options, name_expressions, extra_dig
     return (code_type, target_type, code, values, types)
 
 
-def _probe(backend):
+def _probe(backend: _Backend) -> list[bytes]:
     """The key fields of ``backend``'s version probe, as a list of bytes."""
-    fields = []
+    fields: list[bytes] = []
 
-    def update(label, payload):
+    def update(label: str, payload: bytes) -> None:
         fields.extend((label.encode("ascii"), len(payload).to_bytes(8, "big"), payload))
 
     backend.version_probe(update)
     return fields
 
 
-def _probe_failed(update, label, exc):
+def _probe_failed(update: _Update, label: str, exc: BaseException) -> None:
     """Record a failed version probe: the label and the exception's class name only."""
     update(f"{label}_probe_failed", type(exc).__name__.encode())
 
 
-def _reads_files(options, field):
+def _reads_files(options: Any, field: str) -> bool:
     """Whether an NVRTC option makes the compiler read files (as it gates the flag)."""
     value = getattr(options, field)
     if value is None:
@@ -472,7 +488,7 @@ def _reads_files(options, field):
     return True
 
 
-def _nvvm_fingerprint():
+def _nvvm_fingerprint() -> str:
     from cuda_core._cuda_ffi import ffi, lib
     from cuda_core._errors import check_nvvm
 
@@ -482,7 +498,7 @@ def _nvvm_fingerprint():
     return f"lib={lib_major}.{lib_minor};ir={ir[0]}.{ir[1]}.{ir[2]}.{ir[3]}"
 
 
-def _ptxas_gate(value):
+def _ptxas_gate(value: object) -> object:
     if value is None:
         return None
     if isinstance(value, str):
@@ -493,7 +509,7 @@ def _ptxas_gate(value):
 
 
 # (field, gate): each linker option as the linker reads it, in key order.
-_LINKER_GATES = (
+_LINKER_GATES: tuple[tuple[str, Callable[[Any], object]], ...] = (
     ("name", lambda v: v),
     ("arch", lambda v: v),
     ("max_register_count", lambda v: v),

@@ -9,9 +9,14 @@ from __future__ import annotations
 import abc
 import collections.abc
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Tuple, Union
 
 from cuda_core._module import ObjectCode
 from cuda_core._utils import Closeable
+
+if TYPE_CHECKING:
+    _Key = Union[bytes, bytearray, str]
+    _Value = Union[bytes, bytearray, memoryview, ObjectCode]
 
 __all__ = ["ProgramCacheResource"]
 
@@ -31,26 +36,26 @@ class ProgramCacheResource(abc.ABC, Closeable):
     """
 
     @abc.abstractmethod
-    def __getitem__(self, key):
+    def __getitem__(self, key: _Key) -> bytes:
         """Return the bytes stored under ``key``; raise KeyError if absent."""
 
     @abc.abstractmethod
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: _Key, value: _Value) -> None:
         """Store ``value`` (bytes-like or ObjectCode) under ``key``."""
 
     @abc.abstractmethod
-    def __delitem__(self, key):
+    def __delitem__(self, key: _Key) -> None:
         """Remove ``key``; raise KeyError if absent."""
 
     @abc.abstractmethod
-    def __len__(self):
+    def __len__(self) -> int:
         """Return the number of entries."""
 
     @abc.abstractmethod
-    def clear(self):
+    def clear(self) -> None:
         """Remove every entry."""
 
-    def get(self, key, default=None):
+    def get(self, key: _Key, default: Any = None) -> Any:
         """Return ``self[key]``, or ``default`` when the key is absent.
 
         Parameters
@@ -67,7 +72,7 @@ class ProgramCacheResource(abc.ABC, Closeable):
         except KeyError:
             return default
 
-    def update(self, items, /):
+    def update(self, items: Mapping[_Key, _Value] | Iterable[Tuple[_Key, _Value]], /) -> None:
         """Store every ``(key, value)`` of a mapping or an iterable of pairs.
 
         Not transactional: a failure part-way leaves earlier writes in place.
@@ -77,14 +82,14 @@ class ProgramCacheResource(abc.ABC, Closeable):
         for key, value in items:
             self[key] = value
 
-    def close(self):  # noqa: B027 - deliberately a no-op default
+    def close(self) -> None:  # noqa: B027 - deliberately a no-op default
         """Release resources held by the cache (nothing by default)."""
 
 
 # -- private helpers -------------------------------------------------------------
 
 
-def _check_max_size(value):
+def _check_max_size(value: object) -> int | None:
     """The in-memory cache's bound: a positive int (not a bool) or None."""
     if value is None:
         return None
@@ -96,7 +101,7 @@ def _check_max_size(value):
     return value
 
 
-def _key_bytes(key):
+def _key_bytes(key: object) -> bytes:
     if isinstance(key, (bytes, bytearray)):
         return bytes(key)
     if isinstance(key, str):
@@ -104,7 +109,7 @@ def _key_bytes(key):
     raise TypeError(f"cache keys must be bytes or str, got {type(key).__name__}")
 
 
-def _value_bytes(value):
+def _value_bytes(value: object) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, ObjectCode):
