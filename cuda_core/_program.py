@@ -14,28 +14,25 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
+import cuda_core._program_status as _status
 from cuda_core._compile_common import _SUPPORTED_TARGETS, read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
-    CUDAError,
     CUDAWarning,
     LibraryNotFoundError,
     check_nvrtc,
     check_nvvm,
     nvrtc_log,
     shown_as,
-    status_in,
 )
 
 # Linker, ObjectCode._init and ProgramCacheResource.get are not annotated yet: the
 # calls to them here carry ignore[no-untyped-call].
 from cuda_core._linker import Linker
 from cuda_core._loader import (
-    driver_at_least,
     ensure_loaded,
     install_hint,
     libdevice_path,
-    nvrtc_version,
 )
 from cuda_core._module import ObjectCode
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
@@ -51,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["Program"]
 
 _SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
-
-_PTX_LOADABLE: list[bool | None] = []  # memo for _driver_ptx_state(): [state] once known
 
 
 class Program(Closeable):
@@ -312,7 +307,7 @@ class Program(Closeable):
             data = cache.get(key)  # type: ignore[arg-type]  # typed more narrowly than this call passes
             if data is not None:
                 if self._backend is CompilerBackendType.NVRTC and target_type == "ptx":
-                    _warn_if_ptx_unloadable(stacklevel=3)
+                    _status._warn_if_ptx_unloadable(stacklevel=3)
                 return ObjectCode._init(data, target_type, name=self._options.name)
             result = self._compile(target_type, name_expressions, logs)
             cache[key] = result  # type: ignore[index]  # typed more narrowly than this call passes
@@ -360,7 +355,7 @@ class Program(Closeable):
                 "produces no cubin; use 'sm_<CC>' for cubin output"
             )
         if target_type == "ptx":
-            _warn_if_ptx_unloadable(stacklevel=5)
+            _status._warn_if_ptx_unloadable(stacklevel=5)
         if self._nvrtc_compiled:
             # NVRTC takes name expressions only before a program's first
             # compilation, so every later compile runs on a fresh program.
@@ -371,7 +366,7 @@ class Program(Closeable):
         if not (options.create_pch or options.pch):
             self._pch_status = None
             return result
-        status = _pch_status(self._box[0])
+        status = _status._pch_status(self._box[0])
         if status is None:  # heap exhausted: grow it to what NVRTC asked for, then retry
             required = ffi.new("size_t *")
             check_nvrtc(lib.nvrtcGetPCHHeapSizeRequired(self._box[0], required), self._box[0])
@@ -379,7 +374,7 @@ class Program(Closeable):
             self._destroy_program()
             self._new_nvrtc_program()
             result = self._nvrtc_compile_once(flags, target_type, name_expressions, logs)
-            status = _pch_status(self._box[0])
+            status = _status._pch_status(self._box[0])
             if status is None:
                 status = (
                     PCHStatusType.FAILED,
@@ -511,7 +506,7 @@ class Program(Closeable):
         LibraryNotFoundError
             If NVRTC itself cannot be found.
         """
-        return bool(_driver_ptx_state())
+        return bool(_status._driver_ptx_state())
 
     # -- properties --------------------------------------------------------
 
@@ -575,57 +570,9 @@ def _expect_str(code: object) -> None:
         raise TypeError(f"Expected type str, but got {type(code).__name__}")
 
 
-def _warn_if_ptx_unloadable(stacklevel: int) -> None:
-    if _driver_ptx_state() is False:
-        warnings.warn(
-            "The CUDA driver version is older than the backend version. The generated "
-            "ptx will not be loadable by the current driver. Compile to 'cubin' to "
-            "load the code with this driver.",
-            RuntimeWarning,
-            stacklevel=stacklevel,
-        )
-
-
 @shown_as(ValueError)
 class _UnsupportedCodeTypeError(ValueError, RuntimeError):
     """Unknown ``code_type``: a ValueError, and a RuntimeError as in ``cuda.core``."""
-
-
-def _pch_status(prog: Any) -> tuple[PCHStatusType, str | None] | None:
-    """Return ``(PCHStatusType, reason)``, or None when the PCH heap was exhausted.
-
-    ``nvrtcGetPCHCreateStatus`` answers with a status code, so (like
-    ``cuEventQuery``) its codes are interpreted here instead of raised.
-    """
-    status = lib.nvrtcGetPCHCreateStatus(prog)
-    if not status:
-        return PCHStatusType.CREATED, None
-    if status_in(status, (lib.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED,)):
-        return None
-    if status_in(status, (lib.NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED,)):
-        return PCHStatusType.NOT_ATTEMPTED, None
-    if status_in(status, (lib.CC_MISSING_SYMBOL,)):
-        raise RuntimeError(
-            "PCH was requested but the loaded NVRTC does not support the PCH APIs; "
-            "update to CUDA 12.8 or newer"
-        )
-    name = ffi.typeof("nvrtcResult").elements.get(status, f"status {status}")
-    c_text = lib.nvrtcGetErrorString(status)
-    text = ffi.string(c_text).decode() if c_text != ffi.NULL else "unknown NVRTC error"
-    return PCHStatusType.FAILED, f"{name}: {text}"
-
-
-def _driver_ptx_state() -> bool | None:
-    """Return True/False (driver can/cannot load NVRTC's PTX) or None (no driver)."""
-    if _PTX_LOADABLE:
-        return _PTX_LOADABLE[0]
-    major, minor = nvrtc_version()
-    try:
-        state: bool | None = driver_at_least(major, minor)
-    except CUDAError:  # includes LibraryNotFoundError: no driver
-        state = None
-    _PTX_LOADABLE.append(state)
-    return state
 
 
 def _destroy_quietly(destroy: Callable[[Any], int], what: str, box: Any) -> None:

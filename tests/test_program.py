@@ -288,7 +288,7 @@ def test_compile_is_serialized_across_threads():
 
 
 def test_ptx_warning_when_driver_is_older(monkeypatch):
-    import cuda_core._program as program_mod
+    import cuda_core._program_status as program_mod
 
     monkeypatch.setattr(program_mod, "_driver_ptx_state", lambda: False)
     with Program(KERNEL, "c++", ProgramOptions(arch="sm_90")) as prog:
@@ -391,7 +391,7 @@ def test_pch_heap_exhausted_is_resized_and_retried(tmp_path):
 
 
 def test_pch_failure_warns_with_reason(tmp_path, monkeypatch):
-    import cuda_core._program as program_mod
+    import cuda_core._program_status as program_mod
 
     monkeypatch.setattr(
         program_mod,
@@ -407,7 +407,7 @@ def test_pch_failure_warns_with_reason(tmp_path, monkeypatch):
 
 
 def test_pch_status_reads_real_nvrtc_statuses():
-    import cuda_core._program as program_mod
+    import cuda_core._program_status as program_mod
 
     with Program(KERNEL, "c++", ProgramOptions(arch="sm_90")) as prog:
         prog.compile("ptx")

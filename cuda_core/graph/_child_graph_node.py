@@ -13,7 +13,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle
 from cuda_core.graph._graph_node import GraphNode
-from cuda_core.graph._node_builders import _CLASSES, _register, _require_definition
+from cuda_core.graph._node_registry import _CLASSES, _register, _require_definition
 
 if TYPE_CHECKING:
     from cuda_core.graph._graph_definition import GraphDefinition

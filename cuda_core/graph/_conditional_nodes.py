@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import lib
 from cuda_core.graph._graph_node import GraphNode
-from cuda_core.graph._node_builders import _register
+from cuda_core.graph._node_registry import _register
 
 if TYPE_CHECKING:
     from cuda_core.graph._graph_condition import GraphCondition

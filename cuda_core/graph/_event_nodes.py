@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import lib
 from cuda_core.graph._graph_node import GraphNode
-from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _require_event
+from cuda_core.graph._node_registry import _register
 
 if TYPE_CHECKING:
     from cuda_core._event import Event

@@ -35,7 +35,6 @@ from cuda_core.graph._graph_options import GraphCompleteOptions
 from cuda_core.graph._host_callback_node import HostCallbackNode
 from cuda_core.graph._kernel_node import KernelNode
 from cuda_core.graph._memory_nodes import MemcpyNode, MemsetNode
-from cuda_core.graph._node_builders import _require_definition
 from cuda_core.graph._node_params import (
     _ctx,
     _kernel_params,
@@ -43,6 +42,7 @@ from cuda_core.graph._node_params import (
     _memset_params,
     _require_event,
 )
+from cuda_core.graph._node_registry import _require_definition
 
 if TYPE_CHECKING:
     from cuda_core._event import Event

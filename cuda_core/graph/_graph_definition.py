@@ -30,8 +30,8 @@ from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_condition import _condition_args, _create_condition
 from cuda_core.graph._graph_node import GraphNode, _wrap
 from cuda_core.graph._graph_options import GraphDebugPrintOptions, _dot_print
-from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _ctx, _list_nodes
+from cuda_core.graph._node_registry import _register
 
 if TYPE_CHECKING:
     import os

@@ -37,8 +37,9 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._utils import as_int_handle
 from cuda_core.graph._attachments import drain, prepare, release
-from cuda_core.graph._node_builders import _BY_TYPE, _NodeBuilders, _register
+from cuda_core.graph._node_builders import _NodeBuilders
 from cuda_core.graph._node_params import _list_nodes
+from cuda_core.graph._node_registry import _BY_TYPE, _register
 from cuda_core.graph._types import CUgraphNodeType
 
 if TYPE_CHECKING:

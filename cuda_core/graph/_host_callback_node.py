@@ -12,7 +12,7 @@ from typing import Any, Callable
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.graph._attachments import resolve_host_callback
 from cuda_core.graph._graph_node import GraphNode
-from cuda_core.graph._node_builders import _register
+from cuda_core.graph._node_registry import _register
 
 __all__ = ["HostCallbackNode"]
 

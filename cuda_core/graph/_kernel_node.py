@@ -15,8 +15,8 @@ from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig
 from cuda_core._utils import as_int_handle
 from cuda_core.graph._graph_node import GraphNode
-from cuda_core.graph._node_builders import _register
 from cuda_core.graph._node_params import _kernel_params
+from cuda_core.graph._node_registry import _register
 
 __all__ = ["KernelNode"]
 

@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The builder methods of graph nodes (``launch``, ``memcpy``, ``if_then``, ...).
+"""The builder methods of graph nodes (``launch``, ``memcpy``, ``record``, ...).
 
 :class:`~cuda_core.graph.GraphNode` inherits them from :class:`_NodeBuilders`;
 :class:`~cuda_core.graph.GraphDefinition` calls them on its entry node.
 Each adds a node that depends on the node it is called on and returns the
 new node, typed by kind.
 
-The node classes (and :class:`~cuda_core.graph.GraphDefinition`, whose views
-conditional nodes hold) are defined in modules above this one, since they
-derive from :class:`~cuda_core.graph.GraphNode`; each registers itself here
-with :func:`_register` when its module is imported.
+The conditional builders (``if_then``, ``if_else``, ``while_loop``,
+``switch``) come from :mod:`~cuda_core.graph._conditional_builders`; the node
+classes are looked up in :mod:`~cuda_core.graph._node_registry`, where each
+registers itself when its module is imported.
 """
 
 from __future__ import annotations
@@ -24,11 +24,7 @@ from cuda_core._loader import driver_at_least
 from cuda_core._utils import as_int_handle
 from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._attachments import GraphBox, drain, prepare, release, resolve_host_callback
-from cuda_core.graph._graph_condition import (
-    GraphCondition,
-    _conditional_params,
-    _switch_count,
-)
+from cuda_core.graph._conditional_builders import _ConditionalBuilders
 from cuda_core.graph._node_params import (
     _as_address,
     _ctx,
@@ -40,7 +36,8 @@ from cuda_core.graph._node_params import (
     _node_out,
     _require_event,
 )
-from cuda_core.graph._types import GraphConditionalType, GraphMemoryType
+from cuda_core.graph._node_registry import _CLASSES, _require_definition
+from cuda_core.graph._types import GraphMemoryType
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
@@ -49,7 +46,6 @@ if TYPE_CHECKING:
     from cuda_core._launch_config import LaunchConfig
     from cuda_core._memory._buffer import Buffer
     from cuda_core.graph._child_graph_node import ChildGraphNode
-    from cuda_core.graph._conditional_nodes import IfElseNode, IfNode, SwitchNode, WhileNode
     from cuda_core.graph._event_nodes import EventRecordNode, EventWaitNode
     from cuda_core.graph._graph_definition import GraphDefinition
     from cuda_core.graph._graph_node import EmptyNode
@@ -61,13 +57,8 @@ if TYPE_CHECKING:
 
 __all__: list[str] = []
 
-# The registered classes, by name.
-_CLASSES: dict[str, Any] = {}
-# CUgraphNodeType -> the node class for nodes of that type found in a graph.
-_BY_TYPE: dict[int, Any] = {}
 
-
-class _NodeBuilders:
+class _NodeBuilders(_ConditionalBuilders):
     """The builder methods of :class:`~cuda_core.graph.GraphNode` (its only subclass).
 
     They use the node's ``_gdef``, ``_node`` and ``_dep`` slots and its
@@ -460,56 +451,6 @@ class _NodeBuilders:
         )
         return node
 
-    def if_then(self, condition: GraphCondition) -> IfNode:
-        """Add an ``if`` node; its body (:attr:`IfNode.then`) runs when ``condition`` != 0.
-
-        Returns
-        -------
-        IfNode
-        """
-        node: IfNode = self._conditional(condition, GraphConditionalType.IF, 1, "IfNode", (12, 3))
-        return node
-
-    def if_else(self, condition: GraphCondition) -> IfElseNode:
-        """Add an ``if``/``else`` node (bodies :attr:`IfElseNode.then` and ``else_``).
-
-        Returns
-        -------
-        IfElseNode
-        """
-        node: IfElseNode = self._conditional(
-            condition, GraphConditionalType.IF, 2, "IfElseNode", (12, 8)
-        )
-        return node
-
-    def while_loop(self, condition: GraphCondition) -> WhileNode:
-        """Add a ``while`` node; its body (:attr:`WhileNode.body`) repeats while ``condition`` != 0.
-
-        Returns
-        -------
-        WhileNode
-        """
-        node: WhileNode = self._conditional(
-            condition, GraphConditionalType.WHILE, 1, "WhileNode", (12, 3)
-        )
-        return node
-
-    def switch(self, condition: GraphCondition, count: int) -> SwitchNode:
-        """Add a ``switch`` node with ``count`` bodies (:attr:`SwitchNode.branches`).
-
-        The body whose index equals ``condition`` runs; none if it is out of
-        range.
-
-        Returns
-        -------
-        SwitchNode
-        """
-        count = _switch_count(count)
-        node: SwitchNode = self._conditional(
-            condition, GraphConditionalType.SWITCH, count, "SwitchNode", (12, 8)
-        )
-        return node
-
     # ------------------------------------------------------------------
     # Private helpers.
 
@@ -544,39 +485,6 @@ class _NodeBuilders:
             dep = self._dep = ffi.new("CUgraphNode[1]", [self._node])
         return dep, 1
 
-    def _conditional(
-        self,
-        condition: object,
-        kind: GraphConditionalType,
-        size: int,
-        name: str,
-        min_driver: tuple[int, int],
-    ) -> Any:
-        self._check_valid()
-        if not isinstance(condition, GraphCondition):
-            raise TypeError(
-                "condition must be a GraphCondition (from create_condition()), got "
-                f"{type(condition).__name__}"
-            )
-        # As in cuda.core, no driver version check here: an old driver refuses the node.
-        c_type = {
-            GraphConditionalType.IF: lib.CU_GRAPH_COND_TYPE_IF,
-            GraphConditionalType.WHILE: lib.CU_GRAPH_COND_TYPE_WHILE,
-            GraphConditionalType.SWITCH: lib.CU_GRAPH_COND_TYPE_SWITCH,
-        }[kind]
-        params = _conditional_params(condition, c_type, size, _ctx())
-        c_graph = self._gdef._graph
-        c_node = self._add((), lambda out, g, deps, n: lib.cuGraphAddNode(out, g, deps, n, params))
-        node = _CLASSES[name]._make(self._gdef, c_node, condition=condition, cond_type=kind)
-        box = self._gdef._box
-        bodies = [params.conditional.phGraph_out[i] for i in range(size)]
-        for body in bodies:
-            box.add_child(c_graph, c_node, body)
-        node._branches = tuple(
-            _CLASSES["GraphDefinition"]._view(body, box, node) for body in bodies
-        )
-        return node
-
 
 def _adopt_embedded(
     box: GraphBox, c_graph: Any, c_node: Any, source_box: GraphBox, c_source: Any
@@ -591,24 +499,3 @@ def _adopt_embedded(
     check(lib.cuGraphChildGraphNodeGetGraph(c_node, out))
     box.add_child(c_graph, c_node, out[0])
     box.copy_maps(out[0], source_box, c_source)
-
-
-def _require_definition(value: object, what: str) -> GraphDefinition:
-    """Return ``value`` if it is a valid GraphDefinition; raise TypeError otherwise."""
-    if not isinstance(value, _CLASSES["GraphDefinition"]):
-        raise TypeError(f"{what} must be a GraphDefinition, not {type(value).__name__}")
-    gdef: GraphDefinition = value
-    gdef._check_valid()
-    return gdef
-
-
-def _register(c_type: int | None = None) -> Callable[[_C], _C]:
-    """Class decorator: register a class by name (and as the class of node type ``c_type``)."""
-
-    def register(cls: _C) -> _C:
-        _CLASSES[cls.__name__] = cls
-        if c_type is not None:
-            _BY_TYPE[c_type] = cls
-        return cls
-
-    return register
