@@ -13,6 +13,7 @@ from cuda_core.graph import (
     _child_graph_node,
     _conditional_nodes,
     _event_nodes,
+    _executable_nodes,
     _graph,
     _graph_builder,
     _graph_condition,
@@ -31,6 +32,7 @@ from cuda_core.graph._capture import *  # noqa: F403
 from cuda_core.graph._child_graph_node import *  # noqa: F403
 from cuda_core.graph._conditional_nodes import *  # noqa: F403
 from cuda_core.graph._event_nodes import *  # noqa: F403
+from cuda_core.graph._executable_nodes import *  # noqa: F403
 from cuda_core.graph._graph import *  # noqa: F403
 from cuda_core.graph._graph_builder import *  # noqa: F403
 from cuda_core.graph._graph_condition import *  # noqa: F403
@@ -50,6 +52,7 @@ __all__ = (
     + _child_graph_node.__all__
     + _conditional_nodes.__all__
     + _event_nodes.__all__
+    + _executable_nodes.__all__
     + _graph.__all__
     + _graph_builder.__all__
     + _graph_condition.__all__
