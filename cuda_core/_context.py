@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import DeviceResources
 from cuda_core._errors import CUDAError, check
+from cuda_core._loader import init_driver
 from cuda_core._utils import as_int_handle, require_open
 
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ def _current_device_arch() -> str:
     That is the device of the calling thread's current context, or device 0
     where no context is current; only the driver is asked.
     """
-    check(lib.cuInit(0))
+    init_driver()
     c_ctx = _current_ctx()
     device_id = 0 if c_ctx == ffi.NULL else _device_of_ctx(c_ctx)
     out = _bufs().i32

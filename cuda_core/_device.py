@@ -31,6 +31,7 @@ from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._green_context import create_green_context
+from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
 from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["ComputeCapability", "Device"]
 
 _init_lock = threading.Lock()
-_initialized: list[bool] = []  # non-empty once cuInit succeeded in this process
-_device_count: list[int] = []  # [count] once known
 _primary: dict[int, Any] = {}  # ordinal -> retained primary CUcontext (process-wide)
 _properties: dict[
     int, DeviceProperties
@@ -163,7 +162,7 @@ class Device(TextureFactories):
         -------
         tuple of Device
         """
-        return tuple(cls(i) for i in range(_count_devices()))
+        return tuple(cls(i) for i in range(device_count()))
 
     def set_current(self, ctx: Context | None = None) -> Context | None:
         """Make this device's context current on the calling thread.
@@ -512,28 +511,6 @@ _TENSOR_MAP_DEVICE.append(Device)
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
-def _ensure_init() -> None:
-    """Run ``cuInit`` once per process (raises LibraryNotFoundError without a driver)."""
-    if _initialized:
-        return
-    with _init_lock:
-        if not _initialized:
-            check(lib.cuInit(0))
-            _initialized.append(True)
-
-
-def _count_devices() -> int:
-    """Return the number of CUDA devices (queried once)."""
-    if _device_count:
-        return _device_count[0]
-    _ensure_init()
-    out = ffi.new("int *")
-    check(lib.cuDeviceGetCount(out))
-    if not _device_count:
-        _device_count.append(out[0])
-    return _device_count[0]
-
-
 def _thread_devices(cls: type[Device]) -> dict[int, Device]:
     """Return this thread's {ordinal: Device} table, creating it on first use."""
     try:
@@ -541,7 +518,7 @@ def _thread_devices(cls: type[Device]) -> dict[int, Device]:
     except AttributeError:
         pass
     devices: dict[int, Device] = {}
-    for i in range(_count_devices()):
+    for i in range(device_count()):
         dev = object.__new__(cls)
         dev._device_id = i
         dev._memory_resource = None
@@ -559,7 +536,7 @@ def _lookup_device(cls: type[Device], device_id: object) -> Device:
     if isinstance(device_id, Device):
         return device_id
     if device_id is None:
-        _ensure_init()
+        init_driver()
         out = _ctx_out()
         check(lib.cuCtxGetCurrent(out))
         if out[0] == ffi.NULL:

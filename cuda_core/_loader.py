@@ -48,9 +48,11 @@ if TYPE_CHECKING:
 __all__ = [
     "driver_not_found_error",
     "driver_at_least",
+    "device_count",
     "driver_version",
     "ensure_loaded",
     "format_cuda_version",
+    "init_driver",
     "install_hint",
     "libdevice_path",
     "library_path",
@@ -64,6 +66,9 @@ __all__ = [
 ]
 
 _LOCK = threading.Lock()
+_INIT_LOCK = threading.Lock()  # cuInit, once per process
+_DRIVER_INITIALIZED: list[bool] = []  # non-empty once cuInit succeeded
+_DEVICE_COUNT: list[int] = []  # [count] once known
 _DRIVER_VERSION: list[int] = []  # [version] once asked
 
 # name -> (index in the extension, env var, wheel-relative candidates,
@@ -312,6 +317,29 @@ def driver_version() -> int:
     check(lib.cuDriverGetVersion(out))
     _DRIVER_VERSION[:] = [out[0]]
     return out[0]  # type: ignore[no-any-return]  # a C int
+
+
+def init_driver() -> None:
+    """Run ``cuInit`` once per process (the first call raises if the driver is missing)."""
+    if _DRIVER_INITIALIZED:
+        return
+    with _INIT_LOCK:
+        if not _DRIVER_INITIALIZED:
+            check(lib.cuInit(0), "cuInit")
+            _DRIVER_INITIALIZED.append(True)
+
+
+def device_count() -> int:
+    """Return the number of CUDA devices the driver sees (initializing it; asked once)."""
+    if _DEVICE_COUNT:
+        return _DEVICE_COUNT[0]
+    init_driver()
+    out = ffi.new("int *")
+    check(lib.cuDeviceGetCount(out))
+    n: int = out[0]
+    if not _DEVICE_COUNT:
+        _DEVICE_COUNT.append(n)
+    return _DEVICE_COUNT[0]
 
 
 def format_cuda_version(version: int) -> str:

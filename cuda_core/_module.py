@@ -17,6 +17,7 @@ from typing import Any
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error, warn_cuda
 from cuda_core._kernel import Kernel
+from cuda_core._loader import init_driver
 from cuda_core._utils import Closeable, as_int_handle
 
 __all__ = ["ObjectCode"]
@@ -25,9 +26,6 @@ __all__ = ["ObjectCode"]
 _CODE_TYPES = ("cubin", "ptx", "ltoir", "fatbin", "object", "library")
 #: Code types the driver can load as a library (and so hand out kernels from).
 _LOADABLE_CODE_TYPES = ("cubin", "ptx", "fatbin")
-
-_INIT_LOCK = threading.Lock()
-_DRIVER_INITIALIZED = False
 
 
 class ObjectCode(Closeable):
@@ -330,7 +328,7 @@ class ObjectCode(Closeable):
             raise driver_error(
                 lib.CUDA_ERROR_FILE_NOT_FOUND, f"loading {self._code_type} file {module!r}"
             )
-        _init_driver()
+        init_driver()
         box = ffi.new("CUlibrary *")
         if isinstance(module, str):
             check(
@@ -398,17 +396,6 @@ def _object_code_from_reduce(
 
 def _comparable(module: bytes | bytearray | str) -> bytes | str:
     return bytes(module) if isinstance(module, bytearray) else module
-
-
-def _init_driver() -> None:
-    """Initialize the driver once (``cuInit``); a missing driver raises clearly."""
-    global _DRIVER_INITIALIZED
-    if _DRIVER_INITIALIZED:
-        return
-    with _INIT_LOCK:
-        if not _DRIVER_INITIALIZED:
-            check(lib.cuInit(0), "cuInit")
-            _DRIVER_INITIALIZED = True
 
 
 def _unload_library(box: Any, image: Any) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._loader import init_driver
 
 __all__ = ["Process"]
 
@@ -196,7 +197,7 @@ def _require_driver() -> None:
     """Raise RuntimeError unless the driver has the checkpoint API (checked once)."""
     if _checked:
         return
-    check(lib.cuInit(0), "cuInit")
+    init_driver()
     version = ffi.new("int *")
     check(lib.cuDriverGetVersion(version))
     if version[0] < _REQUIRED_DRIVER:

@@ -286,7 +286,7 @@ def test_pinned_access_grant(monkeypatch, count):
         if len(to_add) > 1 or to_add == [1]:
             raise _refusal(801)  # CUDA_ERROR_NOT_SUPPORTED: device 1 cannot
 
-    monkeypatch.setattr(_pinned_memory_resource, "_device_count", lambda: count)
+    monkeypatch.setattr(_pinned_memory_resource, "device_count", lambda: count)
     monkeypatch.setattr(_pinned_memory_resource, "_set_peer_access", set_access)
     _pinned_memory_resource._grant_device_access(object())
     if count == 1:
@@ -299,7 +299,7 @@ def test_pinned_access_grant_other_failure_raises(monkeypatch):
     def set_access(mr, to_add, to_remove):
         raise _refusal(1)  # CUDA_ERROR_INVALID_VALUE
 
-    monkeypatch.setattr(_pinned_memory_resource, "_device_count", lambda: 2)
+    monkeypatch.setattr(_pinned_memory_resource, "device_count", lambda: 2)
     monkeypatch.setattr(_pinned_memory_resource, "_set_peer_access", set_access)
     with pytest.raises(CUDAError):
         _pinned_memory_resource._grant_device_access(object())

@@ -12,6 +12,7 @@ from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as, status_in
+from cuda_core._loader import init_driver
 from cuda_core._utils import as_address, as_int_handle, index_or_none
 
 __all__: list[str] = []
@@ -85,7 +86,7 @@ def _query_memory_attrs(c_ptr: Any) -> tuple[bool, bool, int, bool]:
     values = ffi.new("void *[3]", [memory_type, is_managed, device_id])
     status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
     if status_in(status, (lib.CUDA_ERROR_NOT_INITIALIZED,)):
-        check(lib.cuInit(0))
+        init_driver()
         status = lib.cuPointerGetAttributes(3, attrs, values, c_ptr)
     check(status, "cuPointerGetAttributes")
     mt = memory_type[0]

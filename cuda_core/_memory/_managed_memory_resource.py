@@ -12,7 +12,7 @@ import dataclasses
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._host import Host
-from cuda_core._loader import driver_at_least, require_driver
+from cuda_core._loader import device_count, driver_at_least, init_driver, require_driver
 from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer, _as_stream
 from cuda_core._memory._location import device_location, is_location, location_pair
@@ -310,9 +310,7 @@ class AccessedBySet:
     def _ids(self):
         buf = self._buf
         require_open(buf, buf._closed, "ManagedBuffer")
-        count = ffi.new("int *")
-        check(lib.cuDeviceGetCount(count))
-        n = count[0] + 1
+        n = device_count() + 1
         out = ffi.new("int[]", n)
         check(
             lib.cuMemRangeGetAttribute(
@@ -399,7 +397,7 @@ class ManagedMemoryResource(_SharedMemory, _MemPool):
         opts = check_or_create_options(
             ManagedMemoryResourceOptions, options, "ManagedMemoryResource options", keep_none=True
         )
-        check(lib.cuInit(0), "cuInit")
+        init_driver()
         require_driver(13, 0, "ManagedMemoryResource", RuntimeError)
         loc_type, loc_id, self._preferred = _pool_location(opts)
         dev_id = loc_id if loc_type == lib.CU_MEM_LOCATION_TYPE_DEVICE else -1

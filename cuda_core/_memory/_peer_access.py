@@ -14,6 +14,7 @@ from collections.abc import MutableSet
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._loader import device_count
 from cuda_core._utils import require_open
 
 __all__ = ["MemoryPoolAccess", "PeerAccessibleBySetProxy", "DMR_mempool_get_access"]
@@ -133,12 +134,6 @@ def DMR_mempool_get_access(dmr, device_id):  # noqa: N802 - upstream name
     return _pool_access(dmr, _resolve_device_id(device_id))
 
 
-def _device_count():
-    count = ffi.new("int *")
-    check(lib.cuDeviceGetCount(count))
-    return count[0]
-
-
 def _resolve_device_id(value):
     if isinstance(value, bool):
         raise TypeError("a device must be a Device or an int ordinal, not bool")
@@ -160,7 +155,7 @@ def _peer_ids(mr):
     owner = mr._dev_id
     return tuple(
         i
-        for i in range(_device_count())
+        for i in range(device_count())
         if i != owner and _pool_access(mr, i) == MemoryPoolAccess.READ_WRITE
     )
 

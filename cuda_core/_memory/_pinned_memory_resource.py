@@ -7,12 +7,13 @@ import dataclasses
 from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, check_allowing, status_in
+from cuda_core._errors import CUDAError, check_allowing, status_in
+from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import _ipc
 from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._memory_resource import _SharedMemory
-from cuda_core._memory._peer_access import _device_count, _set_peer_access
+from cuda_core._memory._peer_access import _set_peer_access
 from cuda_core._utils import check_or_create_options
 
 __all__ = ["PinnedMemoryResource", "PinnedMemoryResourceOptions"]
@@ -83,7 +84,7 @@ class PinnedMemoryResource(_SharedMemory, _MemPool):
         opts = check_or_create_options(
             PinnedMemoryResourceOptions, options, "PinnedMemoryResource options", keep_none=True
         )
-        _ensure_initialized()
+        init_driver()
         self._numa_id = -1
         if opts is None:
             self._init_current_pool(
@@ -126,7 +127,7 @@ class PinnedMemoryResource(_SharedMemory, _MemPool):
         PinnedMemoryResource
             A mapped resource (``is_mapped`` is True).
         """
-        _ensure_initialized()
+        init_driver()
         mr = _ipc.mempool_from_allocation_handle(cls, alloc_handle, -1)
         if not hasattr(mr, "_numa_id"):
             mr._numa_id = -1
@@ -148,10 +149,6 @@ class PinnedMemoryResource(_SharedMemory, _MemPool):
         return self._numa_id
 
 
-def _ensure_initialized():
-    check(lib.cuInit(0), "cuInit")
-
-
 # Statuses of cuMemPoolSetAccess for a device that cannot access host pools.
 _NO_HOST_POOL_ACCESS = (lib.CUDA_ERROR_NOT_SUPPORTED, lib.CUDA_ERROR_INVALID_DEVICE)
 
@@ -166,7 +163,7 @@ def _grant_device_access(mr):
     ``INVALID_DEVICE``), each device is granted on its own and those
     refusing that way are skipped.  Any other failure raises.
     """
-    count = _device_count()
+    count = device_count()
     if count <= 0:
         return
     try:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._loader import init_driver
 from cuda_core._utils import Closeable, as_int_handle
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
@@ -105,7 +106,7 @@ class GraphDefinition(Closeable):
 
     def __init__(self) -> None:
         drain()
-        check(lib.cuInit(0))
+        init_driver()
         out = ffi.new("CUgraph *")
         check(lib.cuGraphCreate(out, 0))
         self._setup(out[0], GraphBox(out[0], owned=True), None)
