@@ -38,11 +38,19 @@ from cuda_core._utils import Closeable, open_class, require_open
 from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
+    from typing import Callable, ClassVar, TypeVar
+
+    from typing_extensions import Self
+
     from cuda_core._memory._copy_options import CopyOptions
     from cuda_core._memory._ipc import IPCBufferDescriptor
+    from cuda_core._memory._owned_pool import _OwnedPool
+    from cuda_core._memory._release import _SharedRelease
     from cuda_core._stream import Stream
     from cuda_core.graph import GraphBuilder
     from cuda_core.typing import DevicePointerType
+
+    _B = TypeVar("_B", bound="Buffer")
 
 __all__ = ["Buffer"]
 
@@ -90,10 +98,11 @@ class Buffer(BufferExports, Closeable):
     _ptr: int
     _size: int
     _mr: MemoryResource | None
-    _release: Any
+    _release: _Release | _SharedRelease | type[_InlinePool] | None
     _dstream: Stream
     _closed: bool
     _extra: _Extra | None
+    _plain: ClassVar[type[Buffer]]  # on the open twin only (see open_class)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -113,12 +122,26 @@ class Buffer(BufferExports, Closeable):
         mapped = " is_mapped=True" if self.is_mapped else ""
         return f"<Buffer ptr={self._ptr:#x} size={self._size}{mapped}>"
 
-    def __reduce__(self):
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[[MemoryResource, IPCBufferDescriptor], Buffer],
+        tuple[MemoryResource | None, IPCBufferDescriptor],
+    ]:
         require_open(self, self._closed, "Buffer")
         return _reduce_helper, (self._mr, self.ipc_descriptor)
 
     @classmethod
-    def _init(cls, ptr, size, mr=None, owner=None, *, stream=None, ipc_descriptor=None):
+    def _init(
+        cls,
+        ptr: object,
+        size: int,
+        mr: MemoryResource | None = None,
+        owner: object | None = None,
+        *,
+        stream: Stream | GraphBuilder | None = None,
+        ipc_descriptor: IPCBufferDescriptor | None = None,
+    ) -> Self:
         """Create a Buffer of class ``cls`` around ``ptr`` (see :meth:`from_handle`)."""
         if mr is not None and owner is not None:
             raise ValueError("owner and memory resource cannot be both specified together")
@@ -128,7 +151,7 @@ class Buffer(BufferExports, Closeable):
             raise TypeError("ptr must be an int address or a pointer object, not NoneType")
         c_ptr = _as_address(ptr)
         size = _as_size(size)
-        s = None
+        s: Stream | None = None
         if mr is not None:
             if not isinstance(mr, MemoryResource):
                 raise TypeError(f"mr must be a MemoryResource, not {type(mr).__name__}")
@@ -149,7 +172,15 @@ class Buffer(BufferExports, Closeable):
         return self
 
     @classmethod
-    def _from_pool(cls, c_ptr, size, mr, stream, ipc_descriptor=None, pool=None):
+    def _from_pool(
+        cls,
+        c_ptr: int,
+        size: int,
+        mr: MemoryResource,
+        stream: Stream,
+        ipc_descriptor: IPCBufferDescriptor | None = None,
+        pool: _OwnedPool | None = None,
+    ) -> Self:
         """Wrap a stream-ordered pool allocation, freed by cuMemFreeAsync.
 
         ``pool``: the ``_owned_pool._OwnedPool`` of an owned pool, which
@@ -247,7 +278,8 @@ class Buffer(BufferExports, Closeable):
         The descriptor comes from another process; import descriptors only
         from trusted peers.
         """
-        return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)
+        # _ipc: not annotated yet
+        return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)  # type: ignore[no-untyped-call, no-any-return, unused-ignore]
 
     def close(self, stream: Stream | GraphBuilder | None = None) -> None:
         """Free this buffer, asynchronously on ``stream``.
@@ -520,10 +552,10 @@ class Buffer(BufferExports, Closeable):
         if extra is None:
             extra = self._extra = _Extra(None, None)
         if extra.ipc is None:
-            extra.ipc = _ipc.buffer_get_ipc_descriptor(self)
+            extra.ipc = _ipc.buffer_get_ipc_descriptor(self)  # type: ignore[no-untyped-call, unused-ignore]  # _ipc: not annotated yet
         return extra.ipc
 
-    def _memory_attrs(self):
+    def _memory_attrs(self) -> tuple[bool, bool, int, bool]:
         """(device-accessible, host-accessible, device id, managed) from the driver."""
         extra = self._extra
         if extra is None:
@@ -538,12 +570,12 @@ class Buffer(BufferExports, Closeable):
 _OpenBuffer = open_class(Buffer, _buffer_finalizer, close=_close_open_buffer)
 
 
-def _open_buffer_class(cls):
+def _open_buffer_class(cls: type[_B]) -> type[_B]:
     """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
-    return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)
+    return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)  # type: ignore[return-value]  # cls is Buffer there
 
 
-def _reduce_helper(mr, ipc_descriptor):
+def _reduce_helper(mr: MemoryResource, ipc_descriptor: IPCBufferDescriptor) -> Buffer:
     """Unpickle an IPC buffer: import it through ``mr`` on the default stream."""
     c_ctx = ffi.new("CUcontext *")
     status = lib.cuCtxGetCurrent(c_ctx)

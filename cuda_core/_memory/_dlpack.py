@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import enum
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._utils import require_open
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Callable, Protocol
 
 __all__ = [
     "DLDataTypeCode",
@@ -42,8 +46,31 @@ __all__ = [
     "take_python_error",
 ]
 
+if TYPE_CHECKING:
+
+    class _ExportedBuffer(Protocol):
+        """What the exports need of a Buffer (the self type of :class:`BufferExports`)."""
+
+        _ptr: int
+        _size: int
+        _closed: bool
+
+        @property
+        def handle(self) -> int: ...
+        @property
+        def size(self) -> int: ...
+        @property
+        def device_id(self) -> int: ...
+        @property
+        def is_device_accessible(self) -> bool: ...
+        @property
+        def is_host_accessible(self) -> bool: ...
+        @property
+        def is_managed(self) -> bool: ...
+
+
 #: Exchange slots with the C helpers: token -> object (read and written by C).
-_bridge = {}
+_bridge: dict[int | str, Any] = {}
 _tokens = itertools.count(1)
 if lib.cc_dlpack_set_bridge(__name__.encode(), b"_bridge") != 0:
     raise ImportError(f"{__name__}: the extension could not register the DLPack bridge")
@@ -84,7 +111,7 @@ class BufferExports:
     __slots__ = ()
 
     def __dlpack__(
-        self,
+        self: _ExportedBuffer,
         *,
         stream: int | None = None,
         max_version: tuple[int, int] | None = None,
@@ -113,7 +140,7 @@ class BufferExports:
         versioned = wants_versioned(max_version)
         return make_py_capsule(self, versioned)
 
-    def __dlpack_device__(self) -> tuple[int, int]:
+    def __dlpack_device__(self: _ExportedBuffer) -> tuple[int, int]:
         """Return the DLPack ``(device_type, device_id)`` of this buffer.
 
         ``(1, 0)`` CPU, ``(2, id)`` CUDA device memory, ``(3, 0)`` pinned host
@@ -123,7 +150,7 @@ class BufferExports:
         return classify_dl_device(self)
 
     @property
-    def __array_interface__(self) -> dict[str, Any]:
+    def __array_interface__(self: _ExportedBuffer) -> dict[str, Any]:
         """NumPy array interface of a host-accessible buffer: its bytes as ``uint8``.
 
         ``numpy.asarray(buf)`` is then a writable, zero-copy view that keeps
@@ -146,7 +173,7 @@ class BufferExports:
         }
 
 
-def wants_versioned(max_version):
+def wants_versioned(max_version: tuple[int, int] | None) -> bool:
     """Return whether ``__dlpack__(max_version=...)`` asks for a versioned capsule.
 
     Raises BufferError for a ``max_version`` that is not None or a pair.
@@ -158,7 +185,7 @@ def wants_versioned(max_version):
     return max_version >= (1, 0)
 
 
-def classify_dl_device(buf):
+def classify_dl_device(buf: _ExportedBuffer) -> tuple[int, int]:
     """Return the DLPack ``(device_type, device_id)`` pair of a buffer.
 
     ``buf`` must expose ``is_device_accessible``, ``is_host_accessible``,
@@ -178,7 +205,17 @@ def classify_dl_device(buf):
     raise BufferError("buffer is neither device-accessible nor host-accessible")
 
 
-def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned, readonly=False):
+def capsule_from_tensor(
+    owner: object,
+    data: int,
+    device: tuple[int, int],
+    dtype: tuple[int, int, int],
+    shape: Sequence[int],
+    strides: Sequence[int] | None,
+    *,
+    versioned: bool,
+    readonly: bool = False,
+) -> Any:
     """Build a DLPack capsule describing memory that ``owner`` keeps alive.
 
     Parameters
@@ -232,7 +269,7 @@ def capsule_from_tensor(owner, data, device, dtype, shape, strides, *, versioned
         _bridge.pop(token, None)
 
 
-def make_py_capsule(buf, versioned):
+def make_py_capsule(buf: _ExportedBuffer, versioned: bool) -> Any:
     """Export the bytes of a :class:`~cuda_core.Buffer` as a 1-D int8 tensor."""
     device = classify_dl_device(buf)
     size = buf.size
@@ -251,8 +288,11 @@ class _Consumed:
     """A managed tensor taken from a capsule; calls its deleter when released."""
 
     __slots__ = ("tensor", "versioned", "_gc")
+    tensor: Any  # DLTensor cdata
+    versioned: bool
+    _gc: Any  # the managed tensor's pointer (cdata), None once released
 
-    def __init__(self, c_ptr, versioned):
+    def __init__(self, c_ptr: Any, versioned: bool) -> None:
         self.versioned = versioned
         if versioned:
             managed = ffi.cast("DLManagedTensorVersioned *", c_ptr)
@@ -264,12 +304,12 @@ class _Consumed:
         self._gc = ffi.gc(c_ptr, _release_versioned if versioned else _release_plain)
 
     @property
-    def flags(self):
+    def flags(self) -> int:
         if not self.versioned:
             return 0
         return int(ffi.cast("DLManagedTensorVersioned *", self._gc).flags)
 
-    def release(self):
+    def release(self) -> None:
         """Call the producer's deleter now (idempotent)."""
         c_ptr = self._gc
         if c_ptr is None:
@@ -279,15 +319,15 @@ class _Consumed:
         lib.cc_dlpack_release(c_ptr, 1 if self.versioned else 0)
 
 
-def _release_plain(c_ptr):
+def _release_plain(c_ptr: Any) -> None:
     lib.cc_dlpack_release(c_ptr, 0)
 
 
-def _release_versioned(c_ptr):
+def _release_versioned(c_ptr: Any) -> None:
     lib.cc_dlpack_release(c_ptr, 1)
 
 
-def take_capsule(capsule):
+def take_capsule(capsule: object) -> _Consumed:
     """Consume a DLPack capsule (marking it used) and return a ``_Consumed``.
 
     Raises
@@ -315,7 +355,11 @@ def take_capsule(capsule):
 _EXCHANGE_HOOKS = ("smv_to_managed_tensor", "smv_fill_dltensor", "smv_from_capsule")
 
 
-def exchange_api_capsule(to_managed_tensor, fill_dltensor, from_capsule):
+def exchange_api_capsule(
+    to_managed_tensor: Callable[[object], Any],
+    fill_dltensor: Callable[[object, int], None],
+    from_capsule: Callable[[Any], object],
+) -> Any:
     """Register the exchange API's Python functions; return its capsule.
 
     Parameters
@@ -346,12 +390,12 @@ def exchange_api_capsule(to_managed_tensor, fill_dltensor, from_capsule):
         _bridge.pop(token, None)
 
 
-def exchange_api_address():
+def exchange_api_address() -> int:
     """Return the address of the ``DLPackExchangeAPI`` struct (an int)."""
     return int(ffi.cast("uintptr_t", lib.cc_dlpack_exchange_api()))
 
 
-def object_address(obj):
+def object_address(obj: object) -> int:
     """Return a new reference to ``obj`` as a ``PyObject *`` address (an int).
 
     The reference must be released, e.g. by :func:`object_from_address`.
@@ -364,7 +408,7 @@ def object_address(obj):
         _bridge.pop(token, None)
 
 
-def object_from_address(address):
+def object_from_address(address: int) -> object:
     """Return the object of a ``PyObject *`` address, taking over that reference."""
     token = next(_tokens)
     try:
@@ -375,7 +419,7 @@ def object_from_address(address):
         _bridge.pop(token, None)
 
 
-def take_python_error():
+def take_python_error() -> BaseException | None:
     """Return (and clear) the exception a C call left pending in this thread, or None."""
     token = next(_tokens)
     try:

@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import operator
 import threading
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as
-from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory
 from cuda_core._stream import Stream
+from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._utils import as_int_handle
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
 
 __all__ = ["GraphMemoryResource"]
 
-_instances = {}  # device ordinal -> GraphMemoryResource (process-wide singletons)
+#: device ordinal -> GraphMemoryResource (process-wide singletons)
+_instances: dict[int, GraphMemoryResource] = {}
 _lock = threading.Lock()
 _SIZE_MAX = (1 << 64) - 1
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -49,30 +57,31 @@ class GraphMemoryResourceAttributes:
     """
 
     __slots__ = ("_device_id",)
+    _device_id: int
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "GraphMemoryResourceAttributes cannot be instantiated directly; use "
             "GraphMemoryResource.attributes"
         )
 
     @classmethod
-    def _init(cls, device_id):
+    def _init(cls, device_id: int) -> GraphMemoryResourceAttributes:
         self = object.__new__(cls)
         self._device_id = device_id
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         names = ("reserved_mem_current", "reserved_mem_high", "used_mem_current", "used_mem_high")
         values = ", ".join(f"{name}={getattr(self, name)}" for name in names)
         return f"GraphMemoryResourceAttributes({values})"
 
-    def _get(self, attr):
+    def _get(self, attr: int) -> int:
         value = ffi.new("cuuint64_t *")
         check(lib.cuDeviceGetGraphMemAttribute(self._device_id, attr, value))
         return int(value[0])
 
-    def _reset(self, attr, name, value):
+    def _reset(self, attr: int, name: str, value: object) -> None:
         try:
             zero = value == 0
         except Exception:  # noqa: BLE001 - anything not comparable is not zero
@@ -83,31 +92,31 @@ class GraphMemoryResourceAttributes:
         check(lib.cuDeviceSetGraphMemAttribute(self._device_id, attr, zero))
 
     @property
-    def reserved_mem_current(self):
+    def reserved_mem_current(self) -> int:
         """int: Bytes of backing memory currently reserved for graph allocations."""
         return self._get(lib.CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)
 
     @property
-    def reserved_mem_high(self):
+    def reserved_mem_high(self) -> int:
         """int: High watermark of reserved backing memory; set it to 0 to reset it."""
         return self._get(lib.CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
 
     @reserved_mem_high.setter
-    def reserved_mem_high(self, value):
+    def reserved_mem_high(self, value: int) -> None:
         self._reset(lib.CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, "reserved_mem_high", value)
 
     @property
-    def used_mem_current(self):
+    def used_mem_current(self) -> int:
         """int: Bytes of graph memory currently in use."""
         return self._get(lib.CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)
 
     @property
-    def used_mem_high(self):
+    def used_mem_high(self) -> int:
         """int: High watermark of graph memory in use; set it to 0 to reset it."""
         return self._get(lib.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
 
     @used_mem_high.setter
-    def used_mem_high(self, value):
+    def used_mem_high(self, value: int) -> None:
         self._reset(lib.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, "used_mem_high", value)
 
 
@@ -136,9 +145,10 @@ class GraphMemoryResource(_DeviceMemory, MemoryResource):
     """
 
     __slots__ = ("_device_id",)
+    _device_id: int
 
-    def __new__(cls, device_id):
-        dev = getattr(device_id, "device_id", device_id)
+    def __new__(cls, device_id: Device | int) -> GraphMemoryResource:
+        dev: Any = getattr(device_id, "device_id", device_id)  # checked below
         try:
             dev = int(dev) if isinstance(dev, bool) else operator.index(dev)
         except TypeError:
@@ -155,16 +165,16 @@ class GraphMemoryResource(_DeviceMemory, MemoryResource):
                 _instances[dev] = self
         return self
 
-    def __init__(self, device_id):
+    def __init__(self, device_id: Device | int) -> None:
         pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<GraphMemoryResource device={self._device_id}>"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[GraphMemoryResource], tuple[int]]:
         return GraphMemoryResource, (self._device_id,)
 
-    def allocate(self, size, *, stream):
+    def allocate(self, size: int, *, stream: Stream | GraphBuilder) -> Buffer:
         """Allocate ``size`` bytes inside the graph being captured on ``stream``.
 
         Parameters
@@ -202,7 +212,9 @@ class GraphMemoryResource(_DeviceMemory, MemoryResource):
         check(lib.cuMemAllocAsync(out, size, s._handle), f"GraphMemoryResource.allocate({size})")
         return Buffer._from_pool(as_int_handle(out[0]), size, self, s)
 
-    def deallocate(self, ptr, size, *, stream):
+    def deallocate(
+        self, ptr: DevicePointerType, size: int, *, stream: Stream | GraphBuilder
+    ) -> None:
         """Free ``ptr`` on ``stream`` (a free node when it is capturing).
 
         Parameters
@@ -221,30 +233,30 @@ class GraphMemoryResource(_DeviceMemory, MemoryResource):
         """
         s = _graph_stream(stream)
         try:
-            address = int(ptr)
+            address = int(ptr)  # type: ignore[arg-type]  # None: the TypeError below
         except (TypeError, ValueError):
             raise TypeError(f"ptr must be an int address, not {type(ptr).__name__}") from None
         check(lib.cuMemFreeAsync(address, s._handle), "GraphMemoryResource.deallocate")
 
-    def close(self):
+    def close(self) -> None:
         """Do nothing (provided for compatibility: the resource is a per-device singleton)."""
 
-    def trim(self):
+    def trim(self) -> None:
         """Return unused graph memory cached on the device to the OS (``cuDeviceGraphMemTrim``)."""
         check(lib.cuDeviceGraphMemTrim(self._device_id))
 
     @property
-    def attributes(self):
+    def attributes(self) -> GraphMemoryResourceAttributes:
         """GraphMemoryResourceAttributes: Usage of the device's graph memory pool."""
         return GraphMemoryResourceAttributes._init(self._device_id)
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device ordinal."""
         return self._device_id
 
 
-def _graph_stream(stream):
+def _graph_stream(stream: Stream | GraphBuilder | None) -> Stream:
     """Return the open Stream of ``stream`` (a Stream or GraphBuilder), as cuda.core accepts it."""
     if stream is None:
         raise TypeError(
@@ -256,7 +268,7 @@ def _graph_stream(stream):
     return _as_stream(stream)
 
 
-def _require_capturing(s):
+def _require_capturing(s: Stream) -> None:
     status = ffi.new("CUstreamCaptureStatus *")
     check(lib.cuStreamIsCapturing(s._handle, status))
     if status[0] != lib.CU_STREAM_CAPTURE_STATUS_ACTIVE:

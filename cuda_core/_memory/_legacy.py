@@ -17,13 +17,16 @@ import cuda_core._slots as _slots
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _SharedMemory
+from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._utils import as_int_handle
 from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
+    from typing import Any, ClassVar
+
     from cuda_core._device import Device
     from cuda_core._stream import Stream
     from cuda_core.graph import GraphBuilder
@@ -45,6 +48,16 @@ class _SynchronousAllocatorResource(MemoryResource):
     __slots__ = ()
     # A buffer whose recorded stream was closed is still freed (see _Release).
     _accepts_closed_stream = True
+    _c_out_type: ClassVar[str]
+    _free_takes_pointer: ClassVar[bool]
+    _alloc_name: ClassVar[str]
+    _free_name: ClassVar[str]
+    if TYPE_CHECKING:  # set by each subclass
+
+        @staticmethod
+        def _c_alloc(out: Any, size: int) -> int: ...
+        @staticmethod
+        def _c_free(ptr: Any) -> int: ...
 
     def allocate(self, size: int, stream: Stream | GraphBuilder | None = None) -> Buffer:
         """Allocate ``size`` bytes (synchronously).
@@ -80,7 +93,7 @@ class _SynchronousAllocatorResource(MemoryResource):
         When ``stream`` is closed or None, the context is synchronized
         instead (the closed stream's, else the current one).
         """
-        ptr = int(ptr)
+        ptr = int(ptr)  # type: ignore[arg-type]  # None raises TypeError, as in cuda.core
         if ptr:
             _sync_before_free(stream)
             c_ptr = ffi.cast("void *", ptr) if self._free_takes_pointer else ptr
@@ -111,6 +124,7 @@ class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):
     """Device memory from ``cuMemAlloc``; freeing syncs the stream, then ``cuMemFree``."""
 
     __slots__ = ("_device_id",)
+    _device_id: int
     _c_out_type = "CUdeviceptr *"
     _c_alloc = staticmethod(lib.cuMemAlloc)
     _c_free = staticmethod(lib.cuMemFree)
@@ -130,7 +144,7 @@ class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):
         return self._device_id
 
 
-def _sync_before_free(stream):
+def _sync_before_free(stream: Stream | GraphBuilder | None) -> None:
     """Wait for the work that a synchronous free must not overtake.
 
     An open ``stream`` is synchronized.  A closed one can no longer be (its

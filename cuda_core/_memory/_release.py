@@ -27,7 +27,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any, final
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
@@ -36,7 +36,14 @@ from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._stream import _OpenStream
 
-__all__ = []
+if TYPE_CHECKING:
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core._memory._ipc import IPCBufferDescriptor
+    from cuda_core._memory._memory_resource import MemoryResource
+    from cuda_core._memory._owned_pool import _OwnedPool
+    from cuda_core.graph import GraphBuilder
+
+__all__: list[str] = []
 
 _NULL = ffi.NULL
 _claims_lock = threading.Lock()
@@ -44,7 +51,7 @@ _cuMemFreeAsync = lib.cuMemFreeAsync
 _is_finalizing = sys.is_finalizing
 
 
-def _buffer_finalizer(self):
+def _buffer_finalizer(self: Buffer) -> None:
     """``__del__`` of open buffers (see :func:`~cuda_core._utils.open_class`).
 
     The garbage-collection safety net; close() (or ``with``) is the lifetime
@@ -65,13 +72,15 @@ def _buffer_finalizer(self):
         rel._collect()
 
 
-def _close_open_buffer(self, stream=None):
+def _close_open_buffer(self: Buffer, stream: _Stream | GraphBuilder | None = None) -> None:
     # close() of an open buffer; _OpenBuffer's close() (its class says it is open).
+    s: _Stream | None
     if stream is None:
         s = None
     else:
         cls = stream.__class__
-        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")
+        # The class test makes ``stream`` a Stream in the first branch.
+        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")  # type: ignore[assignment]
     self._closed = True
     self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
     c_ptr = self._ptr
@@ -101,14 +110,18 @@ class _Release:
     """
 
     __slots__ = ("mr", "ptr", "size", "stream")
+    mr: MemoryResource
+    ptr: int
+    size: int
+    stream: _Stream | None
 
-    def __init__(self, mr, ptr, size, stream):
+    def __init__(self, mr: MemoryResource, ptr: int, size: int, stream: _Stream | None) -> None:
         self.mr = mr
         self.ptr = ptr
         self.size = size
         self.stream = stream
 
-    def _collect(self):
+    def _collect(self) -> None:
         if in_forked_child():
             return  # the parent's memory: a forked child must not free it
         try:
@@ -121,12 +134,12 @@ class _Release:
                 stacklevel=2,
             )
 
-    def run(self, stream):
+    def run(self, stream: _Stream | None) -> None:
         if stream is None:
             stream = self._recorded_stream()
         self.mr.deallocate(self.ptr, self.size, stream=stream)
 
-    def _recorded_stream(self):
+    def _recorded_stream(self) -> _Stream:
         """The stream to free on when none is given: the recorded one if usable.
 
         A closed recorded stream cannot order anything.  Resources whose
@@ -142,6 +155,7 @@ class _Release:
         return stream
 
 
+@final  # so that ``rel is _InlinePool`` tells the type checker what ``rel`` is
 class _InlinePool:
     """Marker in ``Buffer._release``: a pool allocation the Buffer frees itself.
 
@@ -153,7 +167,7 @@ class _InlinePool:
     """
 
 
-def _free_order_handle(stream):
+def _free_order_handle(stream: _Stream | None) -> Any:
     """The handle that orders a ``cuMemFreeAsync`` on ``stream`` (a Stream or None).
 
     A closed (destroyed) stream cannot order anything, and None names none:
@@ -162,7 +176,7 @@ def _free_order_handle(stream):
     return _NULL if stream is None or stream._closed else stream._handle
 
 
-def _collect_inline(c_ptr, stream):
+def _collect_inline(c_ptr: int, stream: _Stream | None) -> None:
     """Free a garbage-collected _InlinePool allocation; failures become CUDAWarning."""
     if in_forked_child():
         return  # the parent's memory: a forked child must not free it
@@ -180,14 +194,15 @@ class _OwnedPoolRelease(_Release):
     """
 
     __slots__ = ("pool",)
+    pool: _OwnedPool
 
-    def _collect(self):
+    def _collect(self) -> None:
         try:
             _collect_inline(self.ptr, self.stream)
         finally:
             self.pool.release(raise_errors=False, stream=self.stream)
 
-    def run(self, stream):
+    def run(self, stream: _Stream | None) -> None:
         if stream is None:
             stream = self.stream
         try:
@@ -202,8 +217,12 @@ class _Extra:
     """Rarely used Buffer state: owner, IPC descriptor, driver pointer attributes."""
 
     __slots__ = ("owner", "ipc", "mapped", "attrs")
+    owner: object
+    ipc: IPCBufferDescriptor | None
+    mapped: bool
+    attrs: tuple[bool, bool, int, bool] | None
 
-    def __init__(self, owner, ipc_descriptor):
+    def __init__(self, owner: object, ipc_descriptor: IPCBufferDescriptor | None) -> None:
         self.owner = owner
         self.ipc = ipc_descriptor
         self.mapped = ipc_descriptor is not None
@@ -221,26 +240,30 @@ class _SharedRelease:
     """
 
     __slots__ = ("inner", "_ptr", "_stream", "claims")
+    inner: _Release | None
+    _ptr: int
+    _stream: _Stream | None
+    claims: int
 
-    def __init__(self, buf):
+    def __init__(self, buf: Buffer) -> None:
         rel = buf._release
         self._ptr = buf._ptr
         if rel is _InlinePool:
             self.inner = None
             self._stream = getattr(buf, "_dstream", None)
         else:
-            self.inner = rel
+            self.inner = rel  # type: ignore[assignment]  # claim_allocation: a _Release here
             self._stream = None
         self.claims = 1  # the Buffer's
 
     @property
-    def stream(self):
+    def stream(self) -> _Stream | None:
         """The stream that orders the free (see ``Buffer.set_deallocation_stream``)."""
         inner = self.inner
         return self._stream if inner is None else inner.stream
 
     @stream.setter
-    def stream(self, value):
+    def stream(self, value: _Stream | None) -> None:
         inner = self.inner
         if inner is None:
             self._stream = value
@@ -248,13 +271,13 @@ class _SharedRelease:
             inner.stream = value
 
     @property
-    def ptr(self):
+    def ptr(self) -> int:
         """The address freed."""
         inner = self.inner
         return self._ptr if inner is None else inner.ptr
 
     @ptr.setter
-    def ptr(self, value):
+    def ptr(self, value: int) -> None:
         inner = self.inner
         if inner is None:
             self._ptr = value
@@ -262,40 +285,40 @@ class _SharedRelease:
             inner.ptr = value
 
     @property
-    def size(self):
+    def size(self) -> int:
         """The size passed to ``deallocate`` (0 for a pool allocation)."""
         inner = self.inner
         return 0 if inner is None else inner.size
 
     @size.setter
-    def size(self, value):
+    def size(self, value: int) -> None:
         if self.inner is not None:
             self.inner.size = value
 
-    def _take(self):
+    def _take(self) -> bool:
         """Drop one claim; return True if it was the last."""
         with _claims_lock:
             self.claims -= 1
             return self.claims == 0
 
-    def run(self, stream):
+    def run(self, stream: _Stream | None) -> None:
         """``Buffer.close``: drop the Buffer's claim; free now if no graph holds the memory."""
         if stream is not None:
             self.stream = stream  # the stream the caller chose orders the eventual free
         if self._take():
             self._free(stream, raise_errors=True)
 
-    def _collect(self):
+    def _collect(self) -> None:
         """The Buffer's finalizer: drop its claim (a failing free warns)."""
         if self._take():
             self._free(None, raise_errors=False)
 
-    def drop(self):
+    def drop(self) -> None:
         """A graph node's claim goes (a failing free warns: this runs at a safe point)."""
         if self._take():
             self._free(None, raise_errors=False)
 
-    def _free(self, stream, raise_errors):
+    def _free(self, stream: _Stream | None, raise_errors: bool) -> None:
         inner = self.inner
         if inner is None:
             if stream is None:
@@ -320,29 +343,30 @@ class _AllocationClaim:
     """
 
     __slots__ = ("_shared",)
+    _shared: _SharedRelease | None
 
-    def __init__(self, shared):
+    def __init__(self, shared: _SharedRelease) -> None:
         self._shared = shared
 
-    def drop(self):
+    def drop(self) -> None:
         """Give the claim up (idempotent)."""
         shared, self._shared = self._shared, None
         if shared is not None:
             shared.drop()
 
-    def clone(self):
+    def clone(self) -> _AllocationClaim:
         """Return a new claim on the same allocation (for a new node version that keeps it)."""
         shared = self._shared
         with _claims_lock:
-            shared.claims += 1
-        return _AllocationClaim(shared)
+            shared.claims += 1  # type: ignore[union-attr]  # a dropped claim is never cloned
+        return _AllocationClaim(shared)  # type: ignore[arg-type]  # as above
 
-    def __del__(self):
+    def __del__(self) -> None:
         if self._shared is not None and not _is_finalizing():
             self.drop()
 
 
-def claim_allocation(buf: Any) -> Any:
+def claim_allocation(buf: Buffer) -> object:
     """Return what keeps the memory of open Buffer ``buf`` allocated for a graph node.
 
     An :class:`_AllocationClaim` for a Buffer that frees its memory; the

@@ -188,7 +188,7 @@ class StridedMemoryView:
             raise BufferError("Sorry, not supported: dl_device other than None")
         if copy is True:
             raise BufferError("Sorry, not supported: copy=True")
-        versioned = _dlpack.wants_versioned(max_version)  # type: ignore[no-untyped-call]  # _dlpack: not annotated
+        versioned = _dlpack.wants_versioned(max_version)
         return export_capsule(self, versioned)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -208,7 +208,7 @@ class StridedMemoryView:
         buf = self._get_buffer()
         if buf.is_closed:
             raise BufferError("the viewed Buffer is closed")
-        return _dlpack.classify_dl_device(buf)  # type: ignore[no-any-return, no-untyped-call]  # _dlpack: not annotated
+        return _dlpack.classify_dl_device(buf)
 
     @classmethod
     def from_dlpack(cls, obj: Any, stream_ptr: int | None = None) -> StridedMemoryView:

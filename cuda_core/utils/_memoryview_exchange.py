@@ -41,7 +41,7 @@ def export_capsule(view: StridedMemoryView, versioned: bool) -> Any:
     code = _export_dtype(view)
     device = view.__dlpack_device__()
     data = 0 if layout.volume == 0 else view._ptr
-    return _dlpack.capsule_from_tensor(  # type: ignore[no-untyped-call]  # _dlpack: not annotated
+    return _dlpack.capsule_from_tensor(
         view,
         data,
         device,
@@ -70,7 +70,7 @@ def install(cls: type[StridedMemoryView]) -> None:
         _view_from_capsule(view, capsule, capsule)
         return view
 
-    capsule = _dlpack.exchange_api_capsule(to_managed_tensor, fill_dltensor, from_capsule)  # type: ignore[no-untyped-call]  # _dlpack: not annotated
+    capsule = _dlpack.exchange_api_capsule(to_managed_tensor, fill_dltensor, from_capsule)
     cls.__dlpack_c_exchange_api__ = capsule  # type: ignore[attr-defined]  # set here
     cls.__c_dlpack_exchange_api__ = capsule  # type: ignore[attr-defined]  # set here
 

@@ -164,7 +164,7 @@ def _view_from_capsule(view: StridedMemoryView, capsule: Any, exporting_obj: Any
 
 
 def _take_tensor(view: StridedMemoryView, capsule: Any, exporting_obj: Any) -> Any:
-    consumed = _dlpack.take_capsule(capsule)  # type: ignore[no-untyped-call]  # _dlpack: not annotated
+    consumed = _dlpack.take_capsule(capsule)
     tensor = consumed.tensor
     view._consumed = consumed
     view._metadata = capsule
