@@ -19,6 +19,7 @@ import os
 import sys
 import warnings
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
@@ -27,23 +28,39 @@ from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._utils import as_int_handle, require_open
 
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from typing_extensions import Self
+
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core._memory._device_memory_resource import DeviceMemoryResource
+    from cuda_core._memory._memory_pool import _MemPool
+    from cuda_core._memory._memory_resource import MemoryResource
+    from cuda_core._memory._pinned_memory_resource import PinnedMemoryResource
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+
+    _M = TypeVar("_M", bound=_MemPool)
+
 __all__ = ["IPCAllocationHandle", "IPCBufferDescriptor"]
 
-IPC_HANDLE_TYPE = (
+IPC_HANDLE_TYPE: int = (
     lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
     if sys.platform.startswith("linux")
     else lib.CU_MEM_HANDLE_TYPE_NONE
 )
 
-_registry = weakref.WeakValueDictionary()
+_registry: weakref.WeakValueDictionary[UUID, _MemPool] = weakref.WeakValueDictionary()
 
 
-def is_supported():
+def is_supported() -> bool:
     """Whether memory-pool IPC is available on this platform."""
-    return IPC_HANDLE_TYPE != lib.CU_MEM_HANDLE_TYPE_NONE
+    none: int = lib.CU_MEM_HANDLE_TYPE_NONE
+    return IPC_HANDLE_TYPE != none
 
 
-def check_multiprocessing_start_method():
+def check_multiprocessing_start_method() -> None:
     """Warn when ``fork`` is the start method: CUDA does not survive a fork.
 
     Pickling for a process being spawned (spawn or forkserver, the only
@@ -72,14 +89,17 @@ class IPCBufferDescriptor:
 
     __slots__ = ("_payload", "_size")
 
-    def __init__(self, *args, **kwargs):
+    _payload: bytes
+    _size: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "IPCBufferDescriptor objects cannot be instantiated directly. "
             "Please use MemoryResource APIs."
         )
 
     @classmethod
-    def _init(cls, payload, size):
+    def _init(cls, payload: bytes, size: int) -> Self:
         self = object.__new__(cls)
         payload = bytes(payload)
         if len(payload) != 64:
@@ -88,14 +108,14 @@ class IPCBufferDescriptor:
         self._size = int(size)
         return self
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[bytes, int], IPCBufferDescriptor], tuple[bytes, int]]:
         return IPCBufferDescriptor._init, (self._payload, self._size)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<IPCBufferDescriptor size={self._size}>"
 
     @property
-    def size(self):
+    def size(self) -> int:
         """int: Size of the described buffer in bytes."""
         return self._size
 
@@ -110,14 +130,18 @@ class IPCAllocationHandle:
 
     __slots__ = ("_handle", "_uuid", "_finalizer", "__weakref__")
 
-    def __init__(self, *args, **kwargs):
+    _handle: int
+    _uuid: UUID | None
+    _finalizer: weakref.finalize[[int], IPCAllocationHandle]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
             "IPCAllocationHandle objects cannot be instantiated directly. "
             "Please use MemoryResource APIs."
         )
 
     @classmethod
-    def _init(cls, handle, uuid):
+    def _init(cls, handle: int, uuid: UUID | None) -> Self:
         self = object.__new__(cls)
         handle = int(handle)
         if handle < 0:
@@ -127,17 +151,17 @@ class IPCAllocationHandle:
         self._finalizer = weakref.finalize(self, _close_fd, handle)
         return self
 
-    def __int__(self):
+    def __int__(self) -> int:
         if self._handle < 0:
             raise ValueError(
                 f"Cannot convert IPCAllocationHandle to int: the handle (id={id(self)}) is closed."
             )
         return self._handle
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<IPCAllocationHandle fd={self._handle} uuid={self._uuid}>"
 
-    def close(self):
+    def close(self) -> None:
         """Close the file descriptor (idempotent)."""
         if self._handle >= 0:
             self._finalizer.detach()
@@ -145,29 +169,34 @@ class IPCAllocationHandle:
             os.close(fd)
 
     @property
-    def is_closed(self):
+    def is_closed(self) -> bool:
         """bool: Whether the descriptor has been closed."""
         return self._handle < 0
 
     @property
-    def handle(self):
+    def handle(self) -> int:
         """int: The file descriptor (-1 once closed)."""
         return self._handle
 
     @property
-    def uuid(self):
+    def uuid(self) -> UUID | None:
         """uuid.UUID or None: The UUID of the exporting memory resource."""
         return self._uuid
 
 
-def _close_fd(fd):
+def _close_fd(fd: int) -> None:
     try:
         os.close(fd)
     except OSError:
         pass
 
 
-def _reduce_allocation_handle(alloc_handle):
+def _reduce_allocation_handle(
+    alloc_handle: IPCAllocationHandle,
+) -> tuple[
+    Callable[[type[IPCAllocationHandle], Any, UUID | None], IPCAllocationHandle],
+    tuple[type[IPCAllocationHandle], Any, UUID | None],
+]:
     check_multiprocessing_start_method()
     if alloc_handle.is_closed:
         raise RuntimeError("cannot send a closed IPCAllocationHandle")
@@ -177,7 +206,9 @@ def _reduce_allocation_handle(alloc_handle):
     return _reconstruct_allocation_handle, (type(alloc_handle), df, alloc_handle.uuid)
 
 
-def _reconstruct_allocation_handle(cls, df, uuid):
+def _reconstruct_allocation_handle(
+    cls: type[IPCAllocationHandle], df: Any, uuid: UUID | None
+) -> IPCAllocationHandle:
     return cls._init(df.detach(), uuid)
 
 
@@ -189,19 +220,23 @@ class IPCDataForMR:
 
     __slots__ = ("alloc_handle", "is_mapped")
 
-    def __init__(self, alloc_handle, is_mapped):
+    alloc_handle: IPCAllocationHandle
+    is_mapped: bool
+
+    def __init__(self, alloc_handle: IPCAllocationHandle, is_mapped: bool) -> None:
         self.alloc_handle = alloc_handle
         self.is_mapped = is_mapped
 
     @property
-    def uuid(self):
-        return getattr(self.alloc_handle, "uuid", None)
+    def uuid(self) -> UUID | None:
+        uuid: UUID | None = getattr(self.alloc_handle, "uuid", None)
+        return uuid
 
 
 # --------------------------------------------------------------------------
 # Memory pools
 # --------------------------------------------------------------------------
-def export_mempool(mr):
+def export_mempool(mr: _MemPool) -> IPCAllocationHandle:
     """Export ``mr``'s pool as a new :class:`IPCAllocationHandle` with a fresh UUID."""
     fd = ffi.new("int *")
     check(
@@ -217,13 +252,16 @@ def export_mempool(mr):
         raise
 
 
-def mempool_from_allocation_handle(cls, alloc_handle, dev_id):
+def mempool_from_allocation_handle(
+    cls: type[_M], alloc_handle: IPCAllocationHandle | int, dev_id: int
+) -> _M:
     """Map the pool behind ``alloc_handle`` as a new (or registered) ``cls`` instance."""
-    uuid = getattr(alloc_handle, "uuid", None)
+    uuid: UUID | None = getattr(alloc_handle, "uuid", None)
     if uuid is not None:
         existing = _registry.get(uuid)
         if existing is not None:
-            return existing
+            # A UUID names one exported pool, mapped with the exporter's class.
+            return cast("_M", existing)
     if isinstance(alloc_handle, IPCAllocationHandle):
         require_open(alloc_handle, alloc_handle.is_closed, "IPCAllocationHandle")
     elif isinstance(alloc_handle, int) and not isinstance(alloc_handle, bool):
@@ -254,11 +292,11 @@ def mempool_from_allocation_handle(cls, alloc_handle, dev_id):
     return self
 
 
-def register(mr, uuid):
+def register(mr: _M, uuid: UUID) -> _M:
     """Register the mapped resource ``mr`` under ``uuid``; return the registered one."""
     existing = _registry.get(uuid)
     if existing is not None:
-        return existing
+        return cast("_M", existing)  # see mempool_from_allocation_handle
     if mr.uuid is not None and mr.uuid != uuid:
         raise ValueError(f"cannot register a resource with UUID {mr.uuid} under {uuid}")
     _registry[uuid] = mr
@@ -267,7 +305,7 @@ def register(mr, uuid):
     return mr
 
 
-def from_registry(uuid):
+def from_registry(uuid: UUID) -> _MemPool:
     """Return the mapped resource registered under ``uuid`` (RuntimeError if none)."""
     try:
         return _registry[uuid]
@@ -278,7 +316,7 @@ def from_registry(uuid):
 # --------------------------------------------------------------------------
 # Buffers
 # --------------------------------------------------------------------------
-def buffer_get_ipc_descriptor(buf):
+def buffer_get_ipc_descriptor(buf: Buffer) -> IPCBufferDescriptor:
     """Export ``buf`` (from an IPC-enabled pool) as an :class:`IPCBufferDescriptor`."""
     mr = buf.memory_resource
     if mr is None or not getattr(mr, "is_ipc_enabled", False):
@@ -288,7 +326,12 @@ def buffer_get_ipc_descriptor(buf):
     return IPCBufferDescriptor._init(ffi.buffer(data.reserved)[:], buf.size)
 
 
-def buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream):
+def buffer_from_ipc_descriptor(
+    cls: type[Buffer],
+    mr: MemoryResource,
+    ipc_descriptor: IPCBufferDescriptor,
+    stream: Stream | GraphBuilder | None,
+) -> Buffer:
     """Import a buffer described by ``ipc_descriptor`` through the mapped ``mr``."""
     if not isinstance(ipc_descriptor, IPCBufferDescriptor):
         raise TypeError(
@@ -296,18 +339,24 @@ def buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream):
         )
     if not getattr(mr, "is_ipc_enabled", False):
         raise RuntimeError("Memory resource is not IPC-enabled")
-    require_open(mr, mr.is_closed, type(mr).__name__)
+    pool_mr = cast("_MemPool", mr)  # only pool-backed resources are IPC-enabled
+    require_open(mr, pool_mr.is_closed, type(mr).__name__)
     s = _as_stream(stream) if stream is not None else _default_stream()
     data = ffi.new("CUmemPoolPtrExportData *")
     ffi.memmove(data.reserved, ipc_descriptor._payload, 64)
     c_ptr = ffi.new("CUdeviceptr *")
-    check(lib.cuMemPoolImportPointer(c_ptr, mr._pool, data), "cuMemPoolImportPointer")
+    check(lib.cuMemPoolImportPointer(c_ptr, pool_mr._pool, data), "cuMemPoolImportPointer")
     # The mapped pool is owned: it counts the imported buffer as outstanding.
     pool = getattr(mr, "_state", None)
-    return cls._from_pool(as_int_handle(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool)
+    buf: Buffer = cls._from_pool(  # type: ignore[no-untyped-call, unused-ignore]  # _buffer: not annotated yet
+        as_int_handle(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool
+    )
+    return buf
 
 
-def deep_reduce_mempool(mr, *args):
+def deep_reduce_mempool(
+    mr: DeviceMemoryResource | PinnedMemoryResource, *args: int
+) -> tuple[Callable[..., _MemPool], tuple[Any, ...]]:
     """multiprocessing reducer: send the allocation handle, map it on arrival."""
     check_multiprocessing_start_method()
     return type(mr).from_allocation_handle, (*args, mr.allocation_handle)

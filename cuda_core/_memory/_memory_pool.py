@@ -11,7 +11,7 @@ location (not owned).  Allocation is ``cuMemAllocFromPoolAsync`` and freeing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
@@ -28,14 +28,16 @@ from cuda_core._utils import Closeable, as_int_handle, require_open
 from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
-    import uuid
+    from uuid import UUID
 
     from typing_extensions import Self
 
+    from cuda_core._memory._device_memory_resource import DeviceMemoryResourceOptions
+    from cuda_core._memory._pinned_memory_resource import PinnedMemoryResourceOptions
     from cuda_core.graph import GraphBuilder
     from cuda_core.typing import DevicePointerType
 
-__all__ = []
+__all__: list[str] = []
 
 _ULLONG_MAX = (1 << 64) - 1
 _new = object.__new__
@@ -59,7 +61,18 @@ class _MemPool(MemoryResource, Closeable):
         "__dict__",
     )
 
-    def _set_pool(self, c_pool, owned, dev_id):
+    _pool: Any  # CUmemoryPool cdata
+    _h: int
+    _owned: bool
+    _ipc_data: _ipc.IPCDataForMR | None
+    _attributes: _MemPoolAttributes | None
+    _dev_id: int
+    _closed: bool
+    _state: _OwnedPool | None
+    _fast: Any  # CUmemoryPool cdata while allocating is allowed, else None
+    _bcls: type[Buffer]
+
+    def _set_pool(self, c_pool: Any, owned: bool, dev_id: int) -> None:
         """Adopt ``c_pool``; an owned pool is destroyed after close() or, failing that, GC.
 
         Either way the destruction waits for the last outstanding buffer
@@ -77,10 +90,19 @@ class _MemPool(MemoryResource, Closeable):
         # (None once closed, or for a mapped resource), and the buffer class.
         mapped = self._ipc_data is not None and self._ipc_data.is_mapped
         self._fast = None if mapped else c_pool
-        self._bcls = _open_buffer_class(self._buffer_class)
+        # _buffer: not annotated yet
+        self._bcls = _open_buffer_class(self._buffer_class)  # type: ignore[no-untyped-call, unused-ignore]
         self._h = as_int_handle(c_pool)
 
-    def _init_create_pool(self, loc_type, loc_id, alloc_type, ipc_enabled, max_size, dev_id):
+    def _init_create_pool(
+        self,
+        loc_type: int,
+        loc_id: int,
+        alloc_type: int,
+        ipc_enabled: bool,
+        max_size: int,
+        dev_id: int,
+    ) -> None:
         """Create an owned pool for the given location and allocation type."""
         props = ffi.new("CUmemPoolProps *")
         props.allocType = alloc_type
@@ -95,7 +117,7 @@ class _MemPool(MemoryResource, Closeable):
         if ipc_enabled:
             self._ipc_data = _ipc.IPCDataForMR(_ipc.export_mempool(self), False)
 
-    def _init_current_pool(self, loc_type, loc_id, alloc_type, dev_id):
+    def _init_current_pool(self, loc_type: int, loc_id: int, alloc_type: int, dev_id: int) -> None:
         """Wrap the driver's current pool for a location (CUDA 13 drivers)."""
         loc = ffi.new("CUmemLocation *")
         loc.type = loc_type
@@ -107,7 +129,7 @@ class _MemPool(MemoryResource, Closeable):
         self._ipc_data = None
         self._set_pool(c_pool[0], False, dev_id)
 
-    def _raise_release_threshold(self):
+    def _raise_release_threshold(self) -> None:
         """Keep freed memory in the pool (threshold 0 -> max) to avoid OS round trips."""
         value = ffi.new("cuuint64_t *")
         check(lib.cuMemPoolGetAttribute(self._pool, lib.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, value))
@@ -189,9 +211,11 @@ class _MemPool(MemoryResource, Closeable):
         ):
             s, size = self._checked_args(size, stream)  # raises where c_pool is None
             if size == 0:
-                return self._bcls._from_pool(0, 0, self, s)
+                # _buffer: not annotated yet
+                buf: Buffer = self._bcls._from_pool(0, 0, self, s)  # type: ignore[no-untyped-call, unused-ignore]
+                return buf
         try:
-            c_ptr = _cc_pool_alloc(size, c_pool, s._handle)
+            c_ptr: int = _cc_pool_alloc(size, c_pool, s._handle)
         except OverflowError:  # beyond size_t: _as_size raises the ValueError
             _as_size(size)
             raise
@@ -210,7 +234,7 @@ class _MemPool(MemoryResource, Closeable):
             return buf
         # An owned pool counts its outstanding allocations.
         rel = _new(_OwnedPoolRelease)
-        rel.pool = pool
+        rel.pool = pool  # type: ignore[attr-defined, unused-ignore]  # _release: not annotated yet
         pool.live.append(None)  # pool.acquire(), inline
         rel.mr = self
         rel.ptr = c_ptr
@@ -219,7 +243,7 @@ class _MemPool(MemoryResource, Closeable):
         buf._release = rel
         return buf
 
-    def _checked_args(self, size, stream):
+    def _checked_args(self, size: object, stream: object) -> tuple[_Stream, int]:
         """Refuse allocation (closed or mapped resource) or return ``(stream, size)`` checked."""
         if self._fast is None:
             if self._closed:
@@ -243,7 +267,7 @@ class _MemPool(MemoryResource, Closeable):
             If ``stream`` is closed.
         """
         s = _as_stream(stream)
-        ptr = int(ptr)
+        ptr = int(ptr)  # type: ignore[arg-type]  # None raises TypeError, as in cuda.core
         if ptr:
             check(lib.cuMemFreeAsync(ptr, s._handle), "cuMemFreeAsync")
 
@@ -284,7 +308,7 @@ class _MemPool(MemoryResource, Closeable):
         return self._ipc_data is not None and self._ipc_data.is_mapped
 
     @property
-    def uuid(self) -> uuid.UUID | None:
+    def uuid(self) -> UUID | None:
         """uuid.UUID or None: Identifies an IPC-enabled resource across processes."""
         return None if self._ipc_data is None else self._ipc_data.uuid
 
@@ -303,18 +327,18 @@ class _MemPool(MemoryResource, Closeable):
             raise RuntimeError("Memory resource is not IPC-enabled")
         return self._ipc_data.alloc_handle
 
-    def register(self, uuid: uuid.UUID) -> Self:
+    def register(self, uuid: UUID) -> Self:
         """Register this mapped resource under ``uuid`` and return the registered one.
 
         If a resource is already registered with that key, it is returned.
         """
         return _ipc.register(self, uuid)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[UUID], Self], tuple[UUID | None]]:
         return type(self).from_registry, (self.uuid,)
 
     @classmethod
-    def from_registry(cls, uuid: uuid.UUID) -> Self:
+    def from_registry(cls, uuid: UUID) -> Self:
         """Return the mapped resource registered under ``uuid``.
 
         Raises
@@ -322,12 +346,13 @@ class _MemPool(MemoryResource, Closeable):
         RuntimeError
             If none is registered.
         """
-        return _ipc.from_registry(uuid)
+        # A UUID names one exported pool, mapped with the exporter's class.
+        return cast("Self", _ipc.from_registry(uuid))
 
-    _buffer_class = Buffer
+    _buffer_class: ClassVar[type[Buffer]] = Buffer
 
 
-def _raise_pool_alloc_error(mr, size):
+def _raise_pool_alloc_error(mr: _MemPool, size: int) -> NoReturn:
     """Raise for a failed ``cc_pool_alloc`` (the status is kept in C)."""
     status = lib.cc_pool_alloc_status()
     if status_in(status, (lib.CC_STREAM_CAPTURING,)):
@@ -340,7 +365,9 @@ def _raise_pool_alloc_error(mr, size):
     raise RuntimeError(f"{type(mr).__name__}.allocate({size}) returned a NULL pointer")
 
 
-def _check_pool_options(options, cls_name):
+def _check_pool_options(
+    options: DeviceMemoryResourceOptions | PinnedMemoryResourceOptions, cls_name: str
+) -> None:
     """Validate the ``ipc_enabled`` and ``max_size`` fields of pool options ``cls_name``."""
     if not isinstance(options.ipc_enabled, bool):
         raise TypeError(

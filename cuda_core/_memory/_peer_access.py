@@ -9,7 +9,8 @@ names the access levels and :func:`DMR_mempool_get_access` reads one device's.
 from __future__ import annotations
 
 import enum
-from collections.abc import MutableSet
+from collections.abc import Iterable, Iterator, MutableSet, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
@@ -17,10 +18,19 @@ from cuda_core._errors import check
 from cuda_core._loader import device_count
 from cuda_core._utils import require_open
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from cuda_core._device import Device
+    from cuda_core._memory._device_memory_resource import DeviceMemoryResource
+    from cuda_core._memory._memory_pool import _MemPool
+
+    _S = TypeVar("_S")
+
 __all__ = ["MemoryPoolAccess", "PeerAccessibleBySetProxy", "DMR_mempool_get_access"]
 
 
-class PeerAccessibleBySetProxy(MutableSet):
+class PeerAccessibleBySetProxy(MutableSet["Device"]):
     """Live set of the devices granted read-write access to a device memory pool.
 
     Reads query the driver (``cuMemPoolGetAccess``); writes call
@@ -31,14 +41,16 @@ class PeerAccessibleBySetProxy(MutableSet):
 
     __slots__ = ("_mr",)
 
-    def __init__(self, mr):
+    _mr: _MemPool
+
+    def __init__(self, mr: _MemPool) -> None:
         self._mr = mr
 
     @classmethod
-    def _from_iterable(cls, it):
+    def _from_iterable(cls, it: Iterable[_S]) -> set[_S]:
         return set(it)
 
-    def __contains__(self, value):
+    def __contains__(self, value: object) -> bool:
         try:
             dev_id = _resolve_device_id(value)
         except (TypeError, ValueError):
@@ -47,52 +59,54 @@ class PeerAccessibleBySetProxy(MutableSet):
             return False
         return _pool_access(self._mr, dev_id) == MemoryPoolAccess.READ_WRITE
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Device]:
         return iter([_slots.Device(i) for i in _peer_ids(self._mr)])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(_peer_ids(self._mr))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PeerAccessibleBySetProxy({set(self)!r})"
 
-    def add(self, value):
+    def add(self, value: Device | int) -> None:
         """Grant ``value`` (Device or ordinal) read-write access to the pool."""
         self._apply([value], ())
 
-    def discard(self, value):
+    def discard(self, value: object) -> None:
         """Revoke the access of ``value`` (Device or ordinal) to the pool."""
         self._apply((), [value])
 
-    def clear(self):
+    def clear(self) -> None:
         """Revoke all peer access in one driver call."""
         self._apply((), _peer_ids(self._mr))
 
-    def update(self, *others):
+    def update(self, *others: Iterable[Device | int]) -> None:
         """Grant access to every device in ``others`` in one driver call."""
         self._apply([v for other in others for v in other], ())
 
-    def difference_update(self, *others):
+    def difference_update(self, *others: Iterable[object]) -> None:
         """Revoke access for every device in ``others`` in one driver call."""
         self._apply((), [v for other in others for v in other])
 
-    def __ior__(self, other):
+    def __ior__(  # type: ignore[misc, override]  # takes any iterable
+        self, other: Iterable[Device | int]
+    ) -> Self:
         self.update(other)
         return self
 
-    def __isub__(self, other):
+    def __isub__(self, other: Iterable[object]) -> Self:  # type: ignore[misc]  # any iterable
         if other is self:
             self.clear()
         else:
             self.difference_update(other)
         return self
 
-    def _apply(self, additions, removals):
+    def _apply(self, additions: Iterable[Device | int], removals: Iterable[object]) -> None:
         mr = self._mr
         require_open(mr, mr.is_closed, type(mr).__name__)
         owner = mr._dev_id
         current = set(_peer_ids(mr))
-        add_ids = set()
+        add_ids: set[int] = set()
         for value in additions:
             dev_id = _resolve_device_id(value)
             if dev_id != owner:
@@ -102,10 +116,10 @@ class PeerAccessibleBySetProxy(MutableSet):
             raise ValueError(
                 f"Device {owner} cannot access peer(s): {', '.join(str(d) for d in bad)}"
             )
-        remove_ids = set()
-        for value in removals:
+        remove_ids: set[int] = set()
+        for item in removals:
             try:
-                dev_id = _resolve_device_id(value)
+                dev_id = _resolve_device_id(item)
             except (TypeError, ValueError):
                 continue
             if dev_id != owner and dev_id in current:
@@ -124,7 +138,9 @@ class MemoryPoolAccess(enum.IntEnum):
     READ_WRITE = lib.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 
 
-def DMR_mempool_get_access(dmr, device_id):  # noqa: N802 - upstream name
+def DMR_mempool_get_access(  # noqa: N802 - upstream name
+    dmr: DeviceMemoryResource, device_id: Device | int
+) -> MemoryPoolAccess:
     """Return the :class:`MemoryPoolAccess` that ``device_id`` has to ``dmr``'s pool.
 
     Upstream returns the strings ``"rw"``, ``"r"`` or ``""``; cuda_core
@@ -134,13 +150,14 @@ def DMR_mempool_get_access(dmr, device_id):  # noqa: N802 - upstream name
     return _pool_access(dmr, _resolve_device_id(device_id))
 
 
-def _resolve_device_id(value):
+def _resolve_device_id(value: Any) -> int:
+    """The ordinal of ``value`` (a Device or an int); TypeError or ValueError otherwise."""
     if isinstance(value, bool):
         raise TypeError("a device must be a Device or an int ordinal, not bool")
     return _slots.Device(value).device_id
 
 
-def _pool_access(mr, dev_id):
+def _pool_access(mr: _MemPool, dev_id: int) -> MemoryPoolAccess:
     require_open(mr, mr.is_closed, type(mr).__name__)  # a closed pool may be destroyed
     loc = ffi.new("CUmemLocation *")
     loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
@@ -150,7 +167,7 @@ def _pool_access(mr, dev_id):
     return MemoryPoolAccess(int(flags[0]))
 
 
-def _peer_ids(mr):
+def _peer_ids(mr: _MemPool) -> tuple[int, ...]:
     """Device ordinals (other than the owner) with read-write access to ``mr``."""
     owner = mr._dev_id
     return tuple(
@@ -160,7 +177,7 @@ def _peer_ids(mr):
     )
 
 
-def _set_peer_access(mr, to_add, to_remove):
+def _set_peer_access(mr: _MemPool, to_add: Sequence[int], to_remove: Sequence[int]) -> None:
     """Grant and revoke peer access in one ``cuMemPoolSetAccess`` call."""
     n = len(to_add) + len(to_remove)
     if not n:
@@ -176,18 +193,18 @@ def _set_peer_access(mr, to_add, to_remove):
     check(lib.cuMemPoolSetAccess(mr._pool, descs, n), "cuMemPoolSetAccess")
 
 
-def _can_access_peer(dev_id, peer_id):
+def _can_access_peer(dev_id: int, peer_id: int) -> bool:
     """Whether ``peer_id`` can access memory on ``dev_id`` (cuDeviceCanAccessPeer)."""
     out = ffi.new("int *")
     check(lib.cuDeviceCanAccessPeer(out, peer_id, dev_id), "cuDeviceCanAccessPeer")
     return bool(out[0])
 
 
-def _set_peer_accessible_by(mr, devices):
+def _set_peer_accessible_by(mr: _MemPool, devices: Iterable[Device | int]) -> None:
     """Make the set of peers with access exactly ``devices`` (one driver call)."""
     require_open(mr, mr.is_closed, type(mr).__name__)
     owner = mr._dev_id
-    target = set()
+    target: set[int] = set()
     for value in devices:
         dev_id = _resolve_device_id(value)
         if dev_id != owner:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check_allowing, status_in
@@ -153,7 +153,7 @@ class PinnedMemoryResource(_SharedMemory, _MemPool):
 _NO_HOST_POOL_ACCESS = (lib.CUDA_ERROR_NOT_SUPPORTED, lib.CUDA_ERROR_INVALID_DEVICE)
 
 
-def _grant_device_access(mr):
+def _grant_device_access(mr: PinnedMemoryResource) -> None:
     """Grant every device read-write access to ``mr``'s host memory pool.
 
     A host pool is reachable only from the host until ``cuMemPoolSetAccess``
@@ -182,7 +182,7 @@ def _grant_device_access(mr):
                 raise
 
 
-def _host_numa_id_for_current_device():
+def _host_numa_id_for_current_device() -> int:
     """Host NUMA node closest to the current device (0 when unknown)."""
     dev = ffi.new("CUdevice *")
     no_context = (lib.CUDA_ERROR_INVALID_CONTEXT, lib.CUDA_ERROR_NOT_INITIALIZED)
@@ -193,10 +193,13 @@ def _host_numa_id_for_current_device():
     unknown = (lib.CUDA_ERROR_INVALID_VALUE, lib.CUDA_ERROR_NOT_SUPPORTED)
     if not check_allowing(status, unknown, "cuDeviceGetAttribute(HOST_NUMA_ID)"):
         return 0
-    return max(value[0], 0)
+    numa_id: int = value[0]
+    return max(numa_id, 0)
 
 
-def _deep_reduce_pinned_memory_resource(mr):
+def _deep_reduce_pinned_memory_resource(
+    mr: PinnedMemoryResource,
+) -> tuple[Callable[..., _MemPool], tuple[Any, ...]]:
     return _ipc.deep_reduce_mempool(mr)
 
 
