@@ -38,6 +38,8 @@ from cuda_core._utils import Closeable, open_class, require_open
 from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from cuda_core._memory._copy_options import CopyOptions
     from cuda_core._memory._ipc import IPCBufferDescriptor
     from cuda_core._stream import Stream
@@ -118,7 +120,16 @@ class Buffer(BufferExports, Closeable):
         return _reduce_helper, (self._mr, self.ipc_descriptor)
 
     @classmethod
-    def _init(cls, ptr, size, mr=None, owner=None, *, stream=None, ipc_descriptor=None):
+    def _init(
+        cls,
+        ptr: DevicePointerType,
+        size: int,
+        mr: MemoryResource | None = None,
+        owner: object | None = None,
+        *,
+        stream: Stream | GraphBuilder | None = None,
+        ipc_descriptor: IPCBufferDescriptor | None = None,
+    ) -> Self:
         """Create a Buffer of class ``cls`` around ``ptr`` (see :meth:`from_handle`)."""
         if mr is not None and owner is not None:
             raise ValueError("owner and memory resource cannot be both specified together")

@@ -130,7 +130,7 @@ class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):
         return self._device_id
 
 
-def _sync_before_free(stream):
+def _sync_before_free(stream: Stream | GraphBuilder | None) -> None:
     """Wait for the work that a synchronous free must not overtake.
 
     An open ``stream`` is synchronized.  A closed one can no longer be (its

@@ -80,7 +80,15 @@ class _MemPool(MemoryResource, Closeable):
         self._bcls = _open_buffer_class(self._buffer_class)
         self._h = as_int_handle(c_pool)
 
-    def _init_create_pool(self, loc_type, loc_id, alloc_type, ipc_enabled, max_size, dev_id):
+    def _init_create_pool(
+        self,
+        loc_type: int,
+        loc_id: int,
+        alloc_type: int,
+        ipc_enabled: bool,
+        max_size: int,
+        dev_id: int,
+    ) -> None:
         """Create an owned pool for the given location and allocation type."""
         props = ffi.new("CUmemPoolProps *")
         props.allocType = alloc_type
@@ -95,7 +103,7 @@ class _MemPool(MemoryResource, Closeable):
         if ipc_enabled:
             self._ipc_data = _ipc.IPCDataForMR(_ipc.export_mempool(self), False)
 
-    def _init_current_pool(self, loc_type, loc_id, alloc_type, dev_id):
+    def _init_current_pool(self, loc_type: int, loc_id: int, alloc_type: int, dev_id: int) -> None:
         """Wrap the driver's current pool for a location (CUDA 13 drivers)."""
         loc = ffi.new("CUmemLocation *")
         loc.type = loc_type

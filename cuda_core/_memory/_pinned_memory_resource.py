@@ -182,7 +182,7 @@ def _grant_device_access(mr):
                 raise
 
 
-def _host_numa_id_for_current_device():
+def _host_numa_id_for_current_device() -> int:
     """Host NUMA node closest to the current device (0 when unknown)."""
     dev = ffi.new("CUdevice *")
     no_context = (lib.CUDA_ERROR_INVALID_CONTEXT, lib.CUDA_ERROR_NOT_INITIALIZED)
