@@ -194,9 +194,7 @@ class Context:
         require_open(self, self._closed, "Context")
         green = self._green
         c_green = None if green is None else green.c_green
-        return DeviceResources._for_context(  # type: ignore[no-untyped-call, no-any-return, unused-ignore]
-            self._device_id, self._handle, c_green, self
-        )
+        return DeviceResources._for_context(self._device_id, self._handle, c_green, self)
 
 
 # --------------------------------------------------------------------------

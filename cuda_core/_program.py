@@ -25,9 +25,6 @@ from cuda_core._errors import (
     nvrtc_log,
     shown_as,
 )
-
-# Linker, ObjectCode._init and ProgramCacheResource.get are not annotated yet: the
-# calls to them here carry ignore[no-untyped-call].
 from cuda_core._linker import Linker
 from cuda_core._loader import (
     ensure_loaded,

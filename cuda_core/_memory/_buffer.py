@@ -278,8 +278,7 @@ class Buffer(BufferExports, Closeable):
         The descriptor comes from another process; import descriptors only
         from trusted peers.
         """
-        # _ipc: not annotated yet
-        return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)  # type: ignore[no-untyped-call, no-any-return, unused-ignore]
+        return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)
 
     def close(self, stream: Stream | GraphBuilder | None = None) -> None:
         """Free this buffer, asynchronously on ``stream``.
@@ -552,7 +551,7 @@ class Buffer(BufferExports, Closeable):
         if extra is None:
             extra = self._extra = _Extra(None, None)
         if extra.ipc is None:
-            extra.ipc = _ipc.buffer_get_ipc_descriptor(self)  # type: ignore[no-untyped-call, unused-ignore]  # _ipc: not annotated yet
+            extra.ipc = _ipc.buffer_get_ipc_descriptor(self)
         return extra.ipc
 
     def _memory_attrs(self) -> tuple[bool, bool, int, bool]:

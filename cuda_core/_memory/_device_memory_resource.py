@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
 
-# The ``unused-ignore`` ignores below cover calls into _ipc, _memory_pool and
-# _peer_access, which are not annotated yet.
-
 
 @dataclasses.dataclass
 class DeviceMemoryResourceOptions:
@@ -44,7 +41,7 @@ class DeviceMemoryResourceOptions:
     max_size: int = 0
 
     def __post_init__(self) -> None:
-        _check_pool_options(self, "DeviceMemoryResourceOptions")  # type: ignore[no-untyped-call, unused-ignore]
+        _check_pool_options(self, "DeviceMemoryResourceOptions")
 
 
 class DeviceMemoryResource(_DeviceMemory, _MemPool):
@@ -86,14 +83,14 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
             c_pool = ffi.new("CUmemoryPool *")
             check(lib.cuDeviceGetMemPool(c_pool, dev_id), "cuDeviceGetMemPool")
             self._ipc_data = None
-            self._set_pool(c_pool[0], False, dev_id)  # type: ignore[no-untyped-call, unused-ignore]
-            self._raise_release_threshold()  # type: ignore[no-untyped-call, unused-ignore]
+            self._set_pool(c_pool[0], False, dev_id)
+            self._raise_release_threshold()
         else:
-            if opts.ipc_enabled and not _ipc.is_supported():  # type: ignore[no-untyped-call, unused-ignore]
+            if opts.ipc_enabled and not _ipc.is_supported():
                 import platform
 
                 raise RuntimeError(f"IPC is not available on {platform.system()}")
-            self._init_create_pool(  # type: ignore[no-untyped-call, unused-ignore]
+            self._init_create_pool(
                 lib.CU_MEM_LOCATION_TYPE_DEVICE,
                 dev_id,
                 lib.CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -123,12 +120,12 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
             exporter's UUID when the handle carries one.
         """
         dev_id = _slots.Device(device_id).device_id
-        return _ipc.mempool_from_allocation_handle(cls, alloc_handle, dev_id)  # type: ignore[no-untyped-call, no-any-return, unused-ignore]
+        return _ipc.mempool_from_allocation_handle(cls, alloc_handle, dev_id)
 
     @property
     def device_id(self) -> int:
         """int: The device ordinal."""
-        return self._dev_id  # type: ignore[no-any-return, unused-ignore]
+        return self._dev_id
 
     @property
     def peer_accessible_by(self) -> PeerAccessibleBySetProxy:
@@ -139,15 +136,15 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
         ``mr.peer_accessible_by = []`` revokes all).  Access applies to all
         allocations of the pool.
         """
-        return PeerAccessibleBySetProxy(self)  # type: ignore[no-untyped-call, unused-ignore]
+        return PeerAccessibleBySetProxy(self)
 
     @peer_accessible_by.setter
     def peer_accessible_by(self, devices: Iterable[Device | int]) -> None:
-        _set_peer_accessible_by(self, devices)  # type: ignore[no-untyped-call, unused-ignore]
+        _set_peer_accessible_by(self, devices)
 
 
 def _deep_reduce_device_memory_resource(mr: DeviceMemoryResource) -> tuple[Any, ...]:
-    return _ipc.deep_reduce_mempool(mr, mr.device_id)  # type: ignore[no-untyped-call, no-any-return, unused-ignore]
+    return _ipc.deep_reduce_mempool(mr, mr.device_id)
 
 
 register_reducer(DeviceMemoryResource, _deep_reduce_device_memory_resource)

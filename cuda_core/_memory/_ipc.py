@@ -348,7 +348,7 @@ def buffer_from_ipc_descriptor(
     check(lib.cuMemPoolImportPointer(c_ptr, pool_mr._pool, data), "cuMemPoolImportPointer")
     # The mapped pool is owned: it counts the imported buffer as outstanding.
     pool = getattr(mr, "_state", None)
-    buf: Buffer = cls._from_pool(  # type: ignore[no-untyped-call, unused-ignore]  # _buffer: not annotated yet
+    buf: Buffer = cls._from_pool(
         as_int_handle(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool
     )
     return buf

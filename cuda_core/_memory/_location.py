@@ -10,7 +10,7 @@ checks.  Device ordinals are not locations (as in ``cuda.core``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import lib
@@ -35,6 +35,10 @@ _LOC_HOST_NUMA_CURRENT = lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
 current_driver_version = driver_version
 
 
+@overload
+def location_pair(value: Any, *, allow_none: Literal[False] = ...) -> tuple[int, int]: ...
+@overload
+def location_pair(value: Any, *, allow_none: bool) -> tuple[int, int] | None: ...
 def location_pair(value: Any, *, allow_none: bool = False) -> tuple[int, int] | None:
     """Return ``(CUmemLocationType, id)`` for a memory location, or None.
 

@@ -15,6 +15,7 @@ range; discards have no older equivalent and raise NotImplementedError.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Callable
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -22,6 +23,13 @@ from cuda_core._loader import format_cuda_version
 from cuda_core._memory._batch import coerce_buffers, hex_address, run_starts, u64_array
 from cuda_core._memory._location import current_driver_version, location_pair
 from cuda_core._stream import _as_open_stream
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core._host import Host
+    from cuda_core._memory._buffer import Buffer
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
 
 __all__ = ["discard_batch", "discard_prefetch_batch", "prefetch_batch"]
 
@@ -31,7 +39,11 @@ _BATCH_DRIVER = 13000
 _SINGLE_HINT = "the ManagedBuffer instance method"
 
 
-def prefetch_batch(stream, buffers, locations):
+def prefetch_batch(
+    stream: Stream | GraphBuilder,
+    buffers: Sequence[Buffer],
+    locations: Device | Host | Sequence[Device | Host],
+) -> None:
     """Prefetch managed ranges to target locations, asynchronously on ``stream``.
 
     For one buffer, use :meth:`ManagedBuffer.prefetch
@@ -86,7 +98,7 @@ def prefetch_batch(stream, buffers, locations):
             check(status, f"cuMemPrefetchAsync: range {i} of {len(bufs)} failed{_describe(buf)}")
 
 
-def discard_batch(stream, buffers):
+def discard_batch(stream: Stream | GraphBuilder, buffers: Sequence[Buffer]) -> None:
     """Discard the contents of managed ranges, asynchronously on ``stream``.
 
     The resident pages are released without migrating their contents; a
@@ -122,7 +134,11 @@ def discard_batch(stream, buffers):
     _discard(bufs, s, "discard")
 
 
-def discard_prefetch_batch(stream, buffers, locations):
+def discard_prefetch_batch(
+    stream: Stream | GraphBuilder,
+    buffers: Sequence[Buffer],
+    locations: Device | Host | Sequence[Device | Host],
+) -> None:
     """Discard managed ranges and prefetch them to target locations, on ``stream``.
 
     Equivalent to :func:`discard_batch` followed by :func:`prefetch_batch`,
@@ -156,14 +172,16 @@ def discard_prefetch_batch(stream, buffers, locations):
     _discard_prefetch(bufs, locs, s, "discard_prefetch")
 
 
-def discard_one(buf, stream):
+def discard_one(buf: Buffer, stream: Stream | GraphBuilder) -> None:
     """:meth:`ManagedBuffer.discard`: discard one managed range."""
     _require_managed(buf, "discard")
     s = _as_open_stream(stream)
     _discard((buf,), s, "discard")
 
 
-def discard_prefetch_one(buf, location, stream):
+def discard_prefetch_one(
+    buf: Buffer, location: Device | Host, stream: Stream | GraphBuilder
+) -> None:
     """:meth:`ManagedBuffer.discard_prefetch`: discard one range and prefetch it."""
     _require_managed(buf, "discard_prefetch")
     loc = location_pair(location)
@@ -174,12 +192,14 @@ def discard_prefetch_one(buf, location, stream):
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
-def _require_managed(buf, what):
+def _require_managed(buf: Buffer, what: str) -> None:
     if not buf.is_managed:
         raise ValueError(f"{what} requires a managed-memory allocation")
 
 
-def _broadcast_locations(locations, n, what):
+def _broadcast_locations(
+    locations: Device | Host | Sequence[Device | Host], n: int, what: str
+) -> tuple[tuple[int, int], ...]:
     """Return ``n`` ``(type, id)`` pairs: one location for all, or one each."""
     if isinstance(locations, Sequence) and not isinstance(locations, (str, bytes)):
         if len(locations) != n:
@@ -190,7 +210,7 @@ def _broadcast_locations(locations, n, what):
     return (location_pair(locations),) * n
 
 
-def _require_batch_driver(what, api):
+def _require_batch_driver(what: str, api: str) -> None:
     version = current_driver_version()
     if version < _BATCH_DRIVER:
         raise NotImplementedError(
@@ -199,7 +219,7 @@ def _require_batch_driver(what, api):
         )
 
 
-def _discard(bufs, s, what):
+def _discard(bufs: Sequence[Buffer], s: Stream, what: str) -> None:
     _require_batch_driver(what, "cuMemDiscardBatchAsync")
     live = [i for i, buf in enumerate(bufs) if buf._size]
     if not live:
@@ -211,14 +231,22 @@ def _discard(bufs, s, what):
         check(status, f"cuMemDiscardBatchAsync: {len(live)} ranges{_single(bufs, live)}")
 
 
-def _discard_prefetch(bufs, locs, s, what):
+def _discard_prefetch(
+    bufs: Sequence[Buffer], locs: Sequence[tuple[int, int]], s: Stream, what: str
+) -> None:
     _require_batch_driver(what, "cuMemDiscardAndPrefetchBatchAsync")
     _batch_with_locations(
         lib.cuMemDiscardAndPrefetchBatchAsync, "cuMemDiscardAndPrefetchBatchAsync", bufs, locs, s
     )
 
 
-def _batch_with_locations(fn, name, bufs, locs, s):
+def _batch_with_locations(
+    fn: Callable[..., int],
+    name: str,
+    bufs: Sequence[Buffer],
+    locs: Sequence[tuple[int, int]],
+    s: Stream,
+) -> None:
     """Call a ``(dptrs, sizes, count, locs, locIdxs, numLocs, flags, stream)`` entry point.
 
     Empty ranges are left out (the driver has nothing to do for them);
@@ -240,10 +268,10 @@ def _batch_with_locations(fn, name, bufs, locs, s):
         check(status, f"{name}: {len(live)} ranges{_single(bufs, live)}")
 
 
-def _single(bufs, live):
+def _single(bufs: Sequence[Buffer], live: list[int]) -> str:
     """Describe the range of a one-range batch for an error message."""
     return _describe(bufs[live[0]]) if len(live) == 1 else ""
 
 
-def _describe(buf):
+def _describe(buf: Buffer) -> str:
     return f" (ptr={hex_address(buf._ptr)}, size={buf._size})"

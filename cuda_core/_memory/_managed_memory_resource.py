@@ -8,19 +8,29 @@ the driver's advice and prefetch operations to :class:`~cuda_core.Buffer`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._host import Host
 from cuda_core._loader import device_count, driver_at_least, init_driver, require_driver
 from cuda_core._memory import _managed_memory_ops
-from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._location import device_location, is_location, location_pair
 from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
+from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._utils import check_or_create_options, require_open
 from cuda_core.typing import _register, _StrEnum
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core._memory._memory_resource import MemoryResource
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
 
 __all__ = [
     "ManagedBuffer",
@@ -29,11 +39,13 @@ __all__ = [
     "ManagedMemoryResourceOptions",
 ]
 
-_DEVICE_OR_HOST = frozenset((lib.CU_MEM_LOCATION_TYPE_DEVICE, lib.CU_MEM_LOCATION_TYPE_HOST))
+_DEVICE_OR_HOST: frozenset[int] = frozenset(
+    (lib.CU_MEM_LOCATION_TYPE_DEVICE, lib.CU_MEM_LOCATION_TYPE_HOST)
+)
 _NOT_NUMA_CURRENT = _DEVICE_OR_HOST | {lib.CU_MEM_LOCATION_TYPE_HOST_NUMA}
 
 #: The location types each advice takes (cuda.core's rules).
-_ADVICE_LOCATION_TYPES = {
+_ADVICE_LOCATION_TYPES: dict[int, frozenset[int]] = {
     lib.CU_MEM_ADVISE_SET_READ_MOSTLY: _NOT_NUMA_CURRENT,
     lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY: _NOT_NUMA_CURRENT,
     lib.CU_MEM_ADVISE_SET_PREFERRED_LOCATION: _NOT_NUMA_CURRENT
@@ -43,14 +55,14 @@ _ADVICE_LOCATION_TYPES = {
     lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY: _DEVICE_OR_HOST,
 }
 #: Advice whose location the driver ignores (None is accepted for it).
-_ADVICE_WITHOUT_LOCATION = frozenset(
+_ADVICE_WITHOUT_LOCATION: frozenset[int] = frozenset(
     (
         lib.CU_MEM_ADVISE_SET_READ_MOSTLY,
         lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY,
         lib.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
     )
 )
-_ADVICE_NAMES = {
+_ADVICE_NAMES: dict[int, str] = {
     lib.CU_MEM_ADVISE_SET_READ_MOSTLY: "CU_MEM_ADVISE_SET_READ_MOSTLY",
     lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY: "CU_MEM_ADVISE_UNSET_READ_MOSTLY",
     lib.CU_MEM_ADVISE_SET_PREFERRED_LOCATION: "CU_MEM_ADVISE_SET_PREFERRED_LOCATION",
@@ -58,7 +70,7 @@ _ADVICE_NAMES = {
     lib.CU_MEM_ADVISE_SET_ACCESSED_BY: "CU_MEM_ADVISE_SET_ACCESSED_BY",
     lib.CU_MEM_ADVISE_UNSET_ACCESSED_BY: "CU_MEM_ADVISE_UNSET_ACCESSED_BY",
 }
-_LOCATION_TYPE_NAMES = {
+_LOCATION_TYPE_NAMES: dict[int, str] = {
     lib.CU_MEM_LOCATION_TYPE_DEVICE: "device",
     lib.CU_MEM_LOCATION_TYPE_HOST: "host",
     lib.CU_MEM_LOCATION_TYPE_HOST_NUMA: "host_numa",
@@ -98,7 +110,7 @@ class ManagedMemoryResourceOptions:
     preferred_location: int | None = None
     preferred_location_type: ManagedMemoryLocationType | str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         loc = self.preferred_location
         if loc is not None and (isinstance(loc, bool) or not isinstance(loc, int)):
             raise TypeError(
@@ -149,12 +161,19 @@ class ManagedBuffer(Buffer):
 
     __slots__ = ()
 
+    # cuda.core's ManagedBuffer.from_handle is a classmethod without Buffer's ``stream``.
     @classmethod
-    def from_handle(cls, ptr, size, mr=None, owner=None):
+    def from_handle(  # type: ignore[override]
+        cls,
+        ptr: DevicePointerType,
+        size: int,
+        mr: MemoryResource | None = None,
+        owner: object | None = None,
+    ) -> ManagedBuffer:
         """Wrap an existing managed-memory pointer (see :meth:`Buffer.from_handle`)."""
         return cls._init(ptr, size, mr=mr, owner=owner)
 
-    def prefetch(self, location, *, stream):
+    def prefetch(self, location: Device | Host, *, stream: Stream | GraphBuilder) -> None:
         """Migrate this range to ``location`` asynchronously on ``stream``.
 
         Parameters
@@ -181,7 +200,7 @@ class ManagedBuffer(Buffer):
                 "cuMemPrefetchAsync",
             )
 
-    def discard(self, *, stream):
+    def discard(self, *, stream: Stream | GraphBuilder) -> None:
         """Discard this range's resident pages asynchronously on ``stream`` (CUDA 13+).
 
         The contents are dropped without migration; reading the range before
@@ -190,7 +209,7 @@ class ManagedBuffer(Buffer):
         """
         _managed_memory_ops.discard_one(self, stream)
 
-    def discard_prefetch(self, location, *, stream):
+    def discard_prefetch(self, location: Device | Host, *, stream: Stream | GraphBuilder) -> None:
         """Discard this range and prefetch it to ``location`` on ``stream`` (CUDA 13+).
 
         See :func:`cuda_core.utils.discard_prefetch_batch` (errors included).
@@ -198,17 +217,17 @@ class ManagedBuffer(Buffer):
         _managed_memory_ops.discard_prefetch_one(self, location, stream)
 
     @property
-    def read_mostly(self):
+    def read_mostly(self) -> bool:
         """bool: Whether read-mostly advice applies to this range (settable)."""
         return self._range_int(lib.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY) != 0
 
     @read_mostly.setter
-    def read_mostly(self, value):
+    def read_mostly(self, value: bool) -> None:
         advice = lib.CU_MEM_ADVISE_SET_READ_MOSTLY if value else lib.CU_MEM_ADVISE_UNSET_READ_MOSTLY
         self._advise(advice, None)
 
     @property
-    def preferred_location(self):
+    def preferred_location(self) -> Device | Host | None:
         """Device, Host or None: The preferred location advice (settable; None unsets).
 
         With a CUDA 13 driver a host NUMA preference reads back as
@@ -222,14 +241,14 @@ class ManagedBuffer(Buffer):
         )
 
     @preferred_location.setter
-    def preferred_location(self, value):
+    def preferred_location(self, value: Device | Host | None) -> None:
         if value is None:
             self._advise(lib.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, None)
         else:
             self._advise(lib.CU_MEM_ADVISE_SET_PREFERRED_LOCATION, value)
 
     @property
-    def last_prefetch_location(self):
+    def last_prefetch_location(self) -> Device | Host | None:
         """Device, Host or None: Where this range was last prefetched (read-only).
 
         None when the range was never prefetched as a whole, or its pages
@@ -245,7 +264,7 @@ class ManagedBuffer(Buffer):
         )
 
     @property
-    def accessed_by(self):
+    def accessed_by(self) -> AccessedBySet:
         """AccessedBySet: Live set of the locations with accessed-by advice (settable).
 
         Assigning an iterable of Devices and Hosts sets and unsets advice
@@ -255,8 +274,8 @@ class ManagedBuffer(Buffer):
         return AccessedBySet(self)
 
     @accessed_by.setter
-    def accessed_by(self, locations):
-        target = set()
+    def accessed_by(self, locations: Iterable[Device | Host]) -> None:
+        target: set[Device | Host] = set()
         for loc in locations:
             if not is_location(loc):
                 raise TypeError(
@@ -271,22 +290,25 @@ class ManagedBuffer(Buffer):
         for loc in target - current:
             self._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, loc)
 
-    def _range_int(self, attribute):
+    def _range_int(self, attribute: int) -> int:
         require_open(self, self._closed, "ManagedBuffer")
         out = ffi.new("int *")
         check(
             lib.cuMemRangeGetAttribute(out, 4, attribute, self._ptr, self._size),
             "cuMemRangeGetAttribute",
         )
-        return out[0]
+        value: int = out[0]
+        return value
 
-    def _location_attribute(self, type_attr, id_attr, legacy_attr):
+    def _location_attribute(
+        self, type_attr: int, id_attr: int, legacy_attr: int
+    ) -> Device | Host | None:
         """Read a location attribute: ``(type, id)`` on CUDA 13, the legacy id before."""
         if driver_at_least(13, 0):  # type and id: host NUMA nodes round-trip
             return _typed_location_object(self._range_int(type_attr), self._range_int(id_attr))
         return _location_object(self._range_int(legacy_attr))
 
-    def _advise(self, advice, location):
+    def _advise(self, advice: int, location: Device | Host | None) -> None:
         """Apply ``advice`` for ``location`` (a Device, a Host, or None where ignored)."""
         require_open(self, self._closed, "ManagedBuffer")
         _require_managed(self, "advise")
@@ -303,11 +325,12 @@ class AccessedBySet:
     """
 
     __slots__ = ("_buf",)
+    _buf: ManagedBuffer
 
-    def __init__(self, buf):
+    def __init__(self, buf: ManagedBuffer) -> None:
         self._buf = buf
 
-    def _ids(self):
+    def _ids(self) -> set[int]:
         buf = self._buf
         require_open(buf, buf._closed, "ManagedBuffer")
         n = device_count() + 1
@@ -320,30 +343,31 @@ class AccessedBySet:
         )
         return {v for v in out if v != -2}
 
-    def __contains__(self, location):
+    def __contains__(self, location: object) -> bool:
         if not is_location(location):
             return False
         return location in list(self)
 
-    def __iter__(self):
-        return iter([_location_object(i) for i in sorted(self._ids())])
+    def __iter__(self) -> Iterator[Device | Host]:
+        # The ids leave out -2, the only one that gives None.
+        return iter([_location_object(i) for i in sorted(self._ids())])  # type: ignore[misc]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._ids())
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, AccessedBySet):
             return self._ids() == other._ids()
         if isinstance(other, (set, frozenset)):
             return set(self) == other
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a set
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"AccessedBySet({set(self)!r})"
 
-    def add(self, location):
+    def add(self, location: Device | Host) -> None:
         """Apply accessed-by advice for ``location`` (a Device or ``Host()``).
 
         Raises
@@ -357,7 +381,7 @@ class AccessedBySet:
             raise TypeError(f"expected Device or Host, got {type(location).__name__}")
         self._buf._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, location)
 
-    def discard(self, location):
+    def discard(self, location: Device | Host) -> None:
         """Remove accessed-by advice for ``location``.
 
         Anything that cannot be a member (not a Device or Host, or a
@@ -392,8 +416,12 @@ class ManagedMemoryResource(_SharedMemory, _MemPool):
     """
 
     _buffer_class = ManagedBuffer
+    _dev_id: int
+    _preferred: tuple[ManagedMemoryLocationType, int | None] | None
 
-    def __init__(self, options=None):
+    def __init__(
+        self, options: ManagedMemoryResourceOptions | dict[str, Any] | None = None
+    ) -> None:
         opts = check_or_create_options(
             ManagedMemoryResourceOptions, options, "ManagedMemoryResource options", keep_none=True
         )
@@ -409,12 +437,12 @@ class ManagedMemoryResource(_SharedMemory, _MemPool):
             )
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The preferred device ordinal, or -1 when the preference is not a device."""
         return self._dev_id
 
     @property
-    def preferred_location(self):
+    def preferred_location(self) -> tuple[ManagedMemoryLocationType, int | None] | None:
         """tuple or None: ``(type, id)`` of the pool's preferred location, or None.
 
         ``type`` is a :class:`ManagedMemoryLocationType`; ``id`` is the device
@@ -423,12 +451,14 @@ class ManagedMemoryResource(_SharedMemory, _MemPool):
         return self._preferred
 
     @property
-    def is_managed(self):
+    def is_managed(self) -> bool:
         """bool: True; buffers are managed memory."""
         return True
 
 
-def _pool_location(opts):
+def _pool_location(
+    opts: ManagedMemoryResourceOptions | None,
+) -> tuple[int, int, tuple[ManagedMemoryLocationType, int | None] | None]:
     """Return ``(CUmemLocationType, id, preferred_location tuple or None)``."""
     loc = None if opts is None else opts.preferred_location
     kind = None if opts is None else opts.preferred_location_type
@@ -440,7 +470,8 @@ def _pool_location(opts):
         return lib.CU_MEM_LOCATION_TYPE_DEVICE, loc, (ManagedMemoryLocationType.DEVICE, loc)
     kind = ManagedMemoryLocationType(kind)
     if kind is ManagedMemoryLocationType.DEVICE:
-        return lib.CU_MEM_LOCATION_TYPE_DEVICE, loc, (kind, loc)
+        # The options' __post_init__ made loc a device ordinal for this kind.
+        return lib.CU_MEM_LOCATION_TYPE_DEVICE, loc, (kind, loc)  # type: ignore[return-value]
     if kind is ManagedMemoryLocationType.HOST:
         return lib.CU_MEM_LOCATION_TYPE_HOST, 0, (kind, None)
     if loc is None:
@@ -448,12 +479,12 @@ def _pool_location(opts):
     return lib.CU_MEM_LOCATION_TYPE_HOST_NUMA, loc, (kind, loc)
 
 
-def _require_managed(buf, what):
+def _require_managed(buf: Buffer, what: str) -> None:
     if not buf.is_managed:
         raise ValueError(f"{what} requires a managed-memory allocation")
 
 
-def _advice_pair(advice, location):
+def _advice_pair(advice: int, location: Device | Host | None) -> tuple[int, int]:
     """The ``(type, id)`` of ``location`` for ``advice``, checked against what it takes."""
     pair = location_pair(location, allow_none=advice in _ADVICE_WITHOUT_LOCATION)
     if pair is None:
@@ -467,14 +498,14 @@ def _advice_pair(advice, location):
     return pair
 
 
-def _c_location(pair):
+def _c_location(pair: tuple[int, int]) -> Any:
     """A ``CUmemLocation *`` for a ``(type, id)`` pair."""
     c_loc = ffi.new("CUmemLocation *")
     c_loc.type, c_loc.id = pair
     return c_loc
 
 
-def _location_object(loc_id):
+def _location_object(loc_id: int) -> Device | Host | None:
     """Device for an ordinal, -1 for any host location, None for -2 (unset)."""
     if loc_id == -2:
         return None
@@ -483,7 +514,7 @@ def _location_object(loc_id):
     return device_location(loc_id)
 
 
-def _typed_location_object(kind, loc_id):
+def _typed_location_object(kind: int, loc_id: int) -> Device | Host | None:
     """Device, Host or None for a ``(CUmemLocationType, id)`` the driver reported."""
     if kind == lib.CU_MEM_LOCATION_TYPE_DEVICE:
         return _location_object(loc_id)

@@ -90,8 +90,7 @@ class _MemPool(MemoryResource, Closeable):
         # (None once closed, or for a mapped resource), and the buffer class.
         mapped = self._ipc_data is not None and self._ipc_data.is_mapped
         self._fast = None if mapped else c_pool
-        # _buffer: not annotated yet
-        self._bcls = _open_buffer_class(self._buffer_class)  # type: ignore[no-untyped-call, unused-ignore]
+        self._bcls = _open_buffer_class(self._buffer_class)
         self._h = as_int_handle(c_pool)
 
     def _init_create_pool(
@@ -211,8 +210,7 @@ class _MemPool(MemoryResource, Closeable):
         ):
             s, size = self._checked_args(size, stream)  # raises where c_pool is None
             if size == 0:
-                # _buffer: not annotated yet
-                buf: Buffer = self._bcls._from_pool(0, 0, self, s)  # type: ignore[no-untyped-call, unused-ignore]
+                buf: Buffer = self._bcls._from_pool(0, 0, self, s)
                 return buf
         try:
             c_ptr: int = _cc_pool_alloc(size, c_pool, s._handle)
@@ -234,7 +232,7 @@ class _MemPool(MemoryResource, Closeable):
             return buf
         # An owned pool counts its outstanding allocations.
         rel = _new(_OwnedPoolRelease)
-        rel.pool = pool  # type: ignore[attr-defined, unused-ignore]  # _release: not annotated yet
+        rel.pool = pool
         pool.live.append(None)  # pool.acquire(), inline
         rel.mr = self
         rel.ptr = c_ptr

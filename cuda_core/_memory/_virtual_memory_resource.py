@@ -12,17 +12,27 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import warnings
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAWarning, check
-from cuda_core._memory._buffer import Buffer, _as_stream
+from cuda_core._errors import check
+from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
+from cuda_core._memory._release import _Release
+from cuda_core._memory._virtual_memory_regions import _Region, _release_region, _Undo
+from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._utils import as_int_handle, check_or_create_options, require_open
 from cuda_core._utils import as_size as _as_size
 from cuda_core.typing import _register, _StrEnum
+
+if TYPE_CHECKING:
+    from cuda_core._device import Device
+    from cuda_core._stream import Stream
+    from cuda_core.graph import GraphBuilder
+    from cuda_core.typing import DevicePointerType
 
 __all__ = [
     "VirtualMemoryAccessType",
@@ -33,6 +43,13 @@ __all__ = [
     "VirtualMemoryResource",
     "VirtualMemoryResourceOptions",
 ]
+
+
+def _release_of(buf: Buffer) -> _Release:
+    """The release record of a buffer this resource allocated (always a ``_Release``)."""
+    rel = buf._release
+    assert isinstance(rel, _Release)
+    return rel
 
 
 class VirtualMemoryAllocationType(_StrEnum):
@@ -77,36 +94,38 @@ class VirtualMemoryAccessType(_StrEnum):
     READ = "r"
 
 
-_ALLOCATION_TYPES = {
+_K = TypeVar("_K")
+
+_ALLOCATION_TYPES: dict[str, str] = {
     "pinned": "CU_MEM_ALLOCATION_TYPE_PINNED",
     "managed": "CU_MEM_ALLOCATION_TYPE_MANAGED",
 }
-_LOCATION_TYPES = {
+_LOCATION_TYPES: dict[str, str] = {
     "device": "CU_MEM_LOCATION_TYPE_DEVICE",
     "host": "CU_MEM_LOCATION_TYPE_HOST",
     "host_numa": "CU_MEM_LOCATION_TYPE_HOST_NUMA",
     "host_numa_current": "CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT",
 }
-_HANDLE_TYPES = {
+_HANDLE_TYPES: dict[str | None, str] = {
     None: "CU_MEM_HANDLE_TYPE_NONE",
     "posix_fd": "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR",
     "win32": "CU_MEM_HANDLE_TYPE_WIN32",
     "win32_kmt": "CU_MEM_HANDLE_TYPE_WIN32_KMT",
     "fabric": "CU_MEM_HANDLE_TYPE_FABRIC",
 }
-_GRANULARITY = {
+_GRANULARITY: dict[str, str] = {
     "minimum": "CU_MEM_ALLOC_GRANULARITY_MINIMUM",
     "recommended": "CU_MEM_ALLOC_GRANULARITY_RECOMMENDED",
 }
-_ACCESS = {
+_ACCESS: dict[str | None, str | None] = {
     "rw": "CU_MEM_ACCESS_FLAGS_PROT_READWRITE",
     "r": "CU_MEM_ACCESS_FLAGS_PROT_READ",
     None: None,
 }
 
 
-def _choice(cls_name, field, value, table):
-    key = value.value if isinstance(value, enum.Enum) else value
+def _choice(cls_name: str, field: str, value: Any, table: Mapping[_K, object]) -> _K:
+    key: _K = value.value if isinstance(value, enum.Enum) else value
     try:
         known = key in table
     except TypeError:  # unhashable
@@ -168,12 +187,12 @@ class VirtualMemoryResourceOptions:
     gpu_direct_rdma: bool = False
     addr_hint: int | None = 0
     addr_align: int | None = None
-    peers: tuple = dataclasses.field(default_factory=tuple)
+    peers: Iterable[Device | int] = dataclasses.field(default_factory=tuple)
     self_access: str | None = "rw"
     peer_access: str | None = "rw"
     win32_handle_metadata: int | None = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         name = type(self).__name__
         self.allocation_type = _choice(
             name, "allocation_type", self.allocation_type, _ALLOCATION_TYPES
@@ -200,7 +219,7 @@ class VirtualMemoryResourceOptions:
         self.peers = _peer_ordinals(name, self.peers)
 
 
-def _peer_ordinals(cls_name, peers):
+def _peer_ordinals(cls_name: str, peers: Any) -> tuple[int, ...]:
     """Return ``peers`` (an iterable of Devices or ordinals) as a tuple of ordinals."""
     if isinstance(peers, (str, bytes, bytearray)):
         raise TypeError(
@@ -214,7 +233,7 @@ def _peer_ordinals(cls_name, peers):
             f"{cls_name}.peers must be an iterable of Devices or device ordinals, not "
             f"{type(peers).__name__}"
         ) from None
-    ordinals = []
+    ordinals: list[int] = []
     for p in items:
         dev_id = p.device_id if isinstance(p, _slots.Device) else p
         if isinstance(dev_id, bool) or not isinstance(dev_id, int):
@@ -226,46 +245,6 @@ def _peer_ordinals(cls_name, peers):
             raise ValueError(f"{cls_name}.peers must hold device ordinals >= 0, got {p!r}")
         ordinals.append(dev_id)
     return tuple(ordinals)
-
-
-class _Region:
-    """The address reservations and mappings that make up one allocation."""
-
-    __slots__ = ("reservations", "mappings", "total")
-
-    def __init__(self):
-        self.reservations = []
-        self.mappings = []
-        self.total = 0
-
-
-class _Undo:
-    """Run registered undo steps in reverse unless committed."""
-
-    def __init__(self):
-        self.steps = []
-
-    def __enter__(self):
-        return self
-
-    def add(self, fn, *args):
-        self.steps.append((fn, args))
-
-    def commit(self):
-        self.steps.clear()
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        for fn, args in reversed(self.steps):
-            status = fn(*args)
-            if status:
-                warnings.warn(
-                    f"rolling back a failed virtual memory operation: {fn.__name__} returned "
-                    f"status {status}",
-                    CUDAWarning,
-                    stacklevel=3,
-                )
-        self.steps.clear()
-        return False
 
 
 class VirtualMemoryResource(MemoryResource):
@@ -290,14 +269,20 @@ class VirtualMemoryResource(MemoryResource):
     # A buffer whose recorded stream was closed is still freed (see _Release).
     _accepts_closed_stream = True
 
-    def __init__(self, device_id, config=None):
+    def __init__(
+        self,
+        device_id: Device | int,
+        config: VirtualMemoryResourceOptions | dict[str, Any] | None = None,
+    ) -> None:
         self.config = check_or_create_options(
             VirtualMemoryResourceOptions, config, "VirtualMemoryResource options"
         )
-        self._regions = {}
+        self._regions: dict[int, _Region] = {}
         device = _slots.Device(device_id)
         self._dev_id = device.device_id
-        self.device = None if self.config.location_type.startswith("host") else device
+        self.device: Device | None = (
+            None if self.config.location_type.startswith("host") else device
+        )
         if self.device is not None:
             if not _device_attribute(
                 self._dev_id, lib.CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
@@ -308,11 +293,11 @@ class VirtualMemoryResource(MemoryResource):
             ):
                 raise RuntimeError("GPU Direct RDMA is not supported on this device")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         location = self.config.location_type
         return f"<VirtualMemoryResource device_id={self.device_id} location={location}>"
 
-    def allocate(self, size, *, stream=None):
+    def allocate(self, size: int, *, stream: Stream | GraphBuilder | None = None) -> Buffer:
         """Allocate at least ``size`` bytes (rounded up to the granularity).
 
         Parameters
@@ -359,13 +344,15 @@ class VirtualMemoryResource(MemoryResource):
         self._regions[ptr] = region
         return Buffer._init(ptr, aligned, self, stream=s)
 
-    def deallocate(self, ptr, size, *, stream=None):
+    def deallocate(
+        self, ptr: DevicePointerType, size: int, *, stream: Stream | GraphBuilder | None = None
+    ) -> None:
         """Unmap and free an allocation (after synchronizing ``stream`` if given).
 
         A closed ``stream`` cannot be synchronized: its context is
         synchronized instead.
         """
-        ptr = int(ptr)
+        ptr = int(ptr)  # type: ignore[arg-type]  # None raises TypeError, as in cuda.core
         if not ptr:
             return
         if stream is not None:
@@ -378,7 +365,12 @@ class VirtualMemoryResource(MemoryResource):
             return
         _release_region(region)
 
-    def modify_allocation(self, buf, new_size, config=None):
+    def modify_allocation(
+        self,
+        buf: Buffer,
+        new_size: int,
+        config: VirtualMemoryResourceOptions | dict[str, Any] | None = None,
+    ) -> Buffer:
         """Grow ``buf`` to ``new_size`` bytes, keeping its contents.
 
         The address is kept when the range after the allocation can be
@@ -422,7 +414,7 @@ class VirtualMemoryResource(MemoryResource):
         extra = new_total - region.total
         if extra <= 0:
             buf._size = new_size
-            buf._release.size = new_size
+            _release_of(buf).size = new_size
             return buf
         align = self.config.addr_align or gran
         end = buf.handle + region.total
@@ -438,13 +430,15 @@ class VirtualMemoryResource(MemoryResource):
             region.mappings.append((end, extra))
             region.total = new_total
             buf._size = new_size
-            buf._release.size = new_size
+            _release_of(buf).size = new_size
             return buf
         if not status:
             check(lib.cuMemAddressFree(int(c_ptr[0]), extra), "cuMemAddressFree")
         return self._grow_by_remapping(buf, region, prop, new_size, new_total, align)
 
-    def _grow_by_remapping(self, buf, region, prop, new_size, new_total, align):
+    def _grow_by_remapping(
+        self, buf: Buffer, region: _Region, prop: Any, new_size: int, new_total: int, align: int
+    ) -> Buffer:
         """Reserve a new range, map the old memory and a new chunk into it."""
         old_ptr = buf.handle
         c_ptr = ffi.new("CUdeviceptr *")
@@ -453,7 +447,7 @@ class VirtualMemoryResource(MemoryResource):
             new_ptr = as_int_handle(c_ptr[0])
             undo.add(lib.cuMemAddressFree, new_ptr, new_total)
             c_handle = ffi.new("CUmemGenericAllocationHandle *")
-            mappings = []
+            mappings: list[tuple[int, int]] = []
             for va, size in region.mappings:
                 check(
                     lib.cuMemRetainAllocationHandle(c_handle, ffi.cast("void *", va)),
@@ -479,7 +473,7 @@ class VirtualMemoryResource(MemoryResource):
         new_region.total = new_total
         self._regions[new_ptr] = new_region
         # Re-point the buffer (and its deallocation) at the new range.
-        rel = buf._release
+        rel = _release_of(buf)
         rel.ptr = new_ptr
         rel.size = new_size
         buf._ptr = new_ptr
@@ -488,7 +482,8 @@ class VirtualMemoryResource(MemoryResource):
             buf._extra.attrs = None
         return buf
 
-    def _allocation_prop(self):
+    def _allocation_prop(self) -> Any:
+        """A ``CUmemAllocationProp *`` for this resource's configuration."""
         config = self.config
         prop = ffi.new("CUmemAllocationProp *")
         prop.type = getattr(lib, _ALLOCATION_TYPES[config.allocation_type])
@@ -505,13 +500,13 @@ class VirtualMemoryResource(MemoryResource):
         prop.allocFlags.gpuDirectRDMACapable = 1 if config.gpu_direct_rdma else 0
         return prop
 
-    def _granularity(self, prop):
+    def _granularity(self, prop: Any) -> int:
         gran = ffi.new("size_t *")
         flag = getattr(lib, _GRANULARITY[self.config.granularity])
         check(lib.cuMemGetAllocationGranularity(gran, prop, flag), "cuMemGetAllocationGranularity")
         return int(gran[0])
 
-    def _map_new(self, undo, prop, ptr, size):
+    def _map_new(self, undo: _Undo, prop: Any, ptr: int, size: int) -> None:
         """Create ``size`` bytes of physical memory and map them at ``ptr``."""
         c_handle = ffi.new("CUmemGenericAllocationHandle *")
         check(lib.cuMemCreate(c_handle, size, prop, 0), f"cuMemCreate({size})")
@@ -522,14 +517,15 @@ class VirtualMemoryResource(MemoryResource):
         undo.add(lib.cuMemUnmap, ptr, size)
         check(release, "cuMemRelease")
 
-    def _set_access(self, prop, ptr, size):
-        descs = []
+    def _set_access(self, prop: Any, ptr: int, size: int) -> None:
+        descs: list[tuple[int, int, int]] = []
         flags = _ACCESS[self.config.self_access]
         if flags is not None:
             descs.append((prop.location.type, prop.location.id, getattr(lib, flags)))
         flags = _ACCESS[self.config.peer_access]
         if flags is not None:
-            for peer in self.config.peers:
+            peers: tuple[int, ...] = self.config.peers  # type: ignore[assignment]  # ordinals
+            for peer in peers:
                 descs.append((lib.CU_MEM_LOCATION_TYPE_DEVICE, peer, getattr(lib, flags)))
         if not descs:
             return
@@ -541,47 +537,32 @@ class VirtualMemoryResource(MemoryResource):
         check(lib.cuMemSetAccess(ptr, size, c_descs, len(descs)), "cuMemSetAccess")
 
     @property
-    def is_device_accessible(self):
+    def is_device_accessible(self) -> bool:
         """bool: Whether the memory is device memory (``location_type == "device"``)."""
         return self.config.location_type == "device"
 
     @property
-    def is_host_accessible(self):
+    def is_host_accessible(self) -> bool:
         """bool: Whether the memory is host memory (``location_type == "host"``)."""
         return self.config.location_type == "host"
 
     @property
-    def is_ipc_enabled(self):
+    def is_ipc_enabled(self) -> bool:
         """bool: Whether the physical memory is exportable (a handle type is set)."""
         return self.config.handle_type is not None
 
     @property
-    def device_id(self):
+    def device_id(self) -> int:
         """int: The device ordinal, or -1 for host locations."""
         return self._dev_id if self.config.location_type == "device" else -1
 
 
-def _align_up(size, gran):
+def _align_up(size: int, gran: int) -> int:
     return (size + gran - 1) // gran * gran
 
 
-def _release_region(region):
-    """Unmap every mapping and free every reservation of an allocation."""
-    errors = []
-    for va, size in region.mappings:
-        status = lib.cuMemUnmap(va, size)
-        if status:
-            errors.append(("cuMemUnmap", status))
-    for va, size in region.reservations:
-        status = lib.cuMemAddressFree(va, size)
-        if status:
-            errors.append(("cuMemAddressFree", status))
-    if errors:
-        what, status = errors[0]
-        check(status, what)
-
-
-def _device_attribute(dev_id, attr):
+def _device_attribute(dev_id: int, attr: int) -> int:
     out = ffi.new("int *")
     check(lib.cuDeviceGetAttribute(out, attr, dev_id), "cuDeviceGetAttribute")
-    return out[0]
+    value: int = out[0]
+    return value

@@ -239,6 +239,8 @@ def _kernel_params(
         p.kern = current.kern
         p.ctx = current.ctx
     if args is not None:
+        if kernel is None:  # the callers pass the node's kernel along with new args
+            raise ValueError("kernel arguments need their kernel: pass kernel= with args=")
         args = tuple(args)
         c_params, storage = _pack_args(kernel, args)
         p.kernelParams = c_params
@@ -257,7 +259,7 @@ def _kernel_params(
     return p, owners, kernel
 
 
-def _pack_args(kernel: Kernel | None, args: tuple[object, ...]) -> tuple[Any, Any]:
+def _pack_args(kernel: Kernel, args: tuple[object, ...]) -> tuple[Any, Any]:
     """Pack ``args`` as :func:`~cuda_core.launch` does; return ``(void **, storage)``.
 
     Uses the launcher's cached argument plan for this kernel and argument
@@ -265,10 +267,10 @@ def _pack_args(kernel: Kernel | None, args: tuple[object, ...]) -> tuple[Any, An
     """
     if _arg_plan._IS_PYPY:
         st = _arg_plan._thread_state(0)
-        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)  # type: ignore[arg-type]  # not annotated yet
+        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)
         blob = ffi.buffer(st.buf, plan.size)[:]
     else:
-        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)  # type: ignore[arg-type]  # not annotated yet
+        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)
     n = plan.nargs
     storage = ffi.new("char[]", bytes(blob) or b"\0")
     c_params = ffi.new("void *[]", max(n, 1))
