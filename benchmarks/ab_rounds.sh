@@ -6,11 +6,15 @@
 # then, on the GPU machine from the project root: bash benchmarks/ab_rounds.sh ROUNDS ONLY...
 # and compare: python3 benchmarks/ab_table.py OUT/base-*.jsonl OUT/new-*.jsonl
 # Needs the staged .device/ of shared/gpu/prepare.sh (wheels, PyPy debs).
+# AB_CPUS (a taskset list, default "2,3") pins every run to the same cores, so
+# that the before and after processes do not differ by where they ran; set it
+# empty to leave the scheduler free.
 set -u
 rounds=${1:-1}; shift
 only=(); for o in "$@"; do only+=(--only "$o"); done
 O=${OUT:-/tmp/out}; mkdir -p "$O"; root=$(pwd)
 export PYTHONUNBUFFERED=1
+cpus=${AB_CPUS-2,3}; pin=""; [ -n "$cpus" ] && command -v taskset >/dev/null && pin="taskset -c $cpus"
 mkdir -p /tmp/cpsite /tmp/ppsite
 for w in .device/cp/*.whl; do python3 -m zipfile -e "$w" /tmp/cpsite; done
 for f in .device/debs/*.deb; do dpkg -x "$f" /; done
@@ -25,7 +29,7 @@ done
 for r in $(seq 1 "$rounds"); do
   for t in base new; do
     echo "=== round $r: $t"; s=$SECONDS
-    (cd /tmp/$t && python3 benchmarks/run_all.py --interp "CPython=python3:/tmp/$t:/tmp/cpsite" \
+    (cd /tmp/$t && $pin python3 benchmarks/run_all.py --interp "CPython=python3:/tmp/$t:/tmp/cpsite" \
       --interp "PyPy=pypy3:/tmp/$t:/tmp/ppsite" "${only[@]}" --out /tmp/$t-$r.md \
       --save-json "$O/$t-$r.jsonl" > /tmp/$t-$r.log 2>&1) || echo "run_all $t failed"
     grep -i "exited\|timed out\|Error" /tmp/$t-$r.log | head -5
