@@ -324,6 +324,7 @@ class Device(TextureFactories):
                 event._ctx = self._context
                 event._flags = _DISABLE_TIMING
                 event._closed = False
+                event._share = None
                 return event
         return _new_event(Event, options, self._context, False)
 

@@ -155,7 +155,7 @@ class Event(Closeable):
 
     # _flags holds the CU_EVENT_* creation flags; _ipc_desc is set only once
     # exported (left unset otherwise: fewer stores on the hot path).
-    # _share (an _EventShare) is set only once a graph node uses the event.
+    # _share: an _EventShare once a graph node uses the event, else None.
     __slots__ = ("_handle", "_ctx", "_flags", "_ipc_desc", "_closed", "_share", "__weakref__")
 
     _handle: Any  # CUevent cdata
@@ -163,7 +163,7 @@ class Event(Closeable):
     _flags: int
     _ipc_desc: IPCEventDescriptor
     _closed: bool
-    _share: _EventShare
+    _share: _EventShare | None
     _plain: ClassVar[type[Event]]  # set on the open twins (see open_class)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -262,7 +262,7 @@ class Event(Closeable):
             return
         self._closed = True
         self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
-        share = getattr(self, "_share", None)
+        share = self._share
         if share is not None:  # graph nodes still use the CUevent
             share.drop(raise_errors=True)
             return
@@ -315,6 +315,7 @@ class Event(Closeable):
             self._flags |= _BLOCKING_SYNC
         self._ipc_desc = ipc_descriptor
         self._closed = False
+        self._share = None
         return self
 
     @property
@@ -495,6 +496,7 @@ def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool)
     self._ctx = ctx  # type: ignore[assignment]  # see _ctx
     self._flags = flags
     self._closed = False
+    self._share = None
     if flags & _INTERPROCESS:
         try:
             self.ipc_descriptor  # noqa: B018 - export eagerly, as upstream does

@@ -89,7 +89,7 @@ class _EventClaim:
 def claim_event(event: Event) -> _EventClaim:
     """Return a claim that keeps the ``CUevent`` of open Event ``event`` alive for a graph node."""
     with _share_lock:
-        share = getattr(event, "_share", None)
+        share = event._share
         if share is None:
             share = event._share = _EventShare(event._handle)
             plain = type(event)._plain
@@ -108,7 +108,9 @@ def _shared_event_close(self: Event) -> None:
         return
     self._closed = True
     self.__class__ = type(self)._plain
-    self._share.drop(raise_errors=True)
+    share = self._share
+    assert share is not None  # set by claim_event before the class switch
+    share.drop(raise_errors=True)
 
 
 # ``__del__`` of shared events: drop the Event's claim if it was never closed.
