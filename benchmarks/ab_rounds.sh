@@ -8,7 +8,8 @@
 # Needs the staged .device/ of shared/gpu/prepare.sh (wheels, PyPy debs).
 # AB_CPUS (a taskset list, default "2,3") pins every run to the same cores, so
 # that the before and after processes do not differ by where they ran; set it
-# empty to leave the scheduler free.
+# empty to leave the scheduler free.  AB_SAME_SCRIPTS=1 runs this tree's
+# benchmark scripts against both builds (the same measurement code for both).
 set -u
 rounds=${1:-1}; shift
 only=(); for o in "$@"; do only+=(--only "$o"); done
@@ -21,6 +22,7 @@ for f in .device/debs/*.deb; do dpkg -x "$f" /; done
 for w in .device/pp/*.whl; do python3 -m zipfile -e "$w" /tmp/ppsite; done
 rm -rf /tmp/base /tmp/new; cp -r .device/baseline /tmp/base
 mkdir /tmp/new && tar --exclude=./.device --exclude=./.gl -cf - . | tar -xf - -C /tmp/new
+if [ "${AB_SAME_SCRIPTS:-0}" = 1 ]; then rm -rf /tmp/base/benchmarks && cp -r /tmp/new/benchmarks /tmp/base/; fi
 for t in base new; do
   (cd /tmp/$t && export CUDA_CORE_BUILD_BENCH=1 &&
    PYTHONPATH=/tmp/cpsite python3 setup.py -q build_ext --inplace >/tmp/$t-cp-build.log 2>&1 &&
