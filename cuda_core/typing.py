@@ -15,6 +15,19 @@ import enum
 import sys
 import typing
 
+import cuda_core._slots as _slots
+
+if typing.TYPE_CHECKING:  # what the higher layers register here at run time
+    from cuda_core._memory._managed_memory_resource import ManagedMemoryLocationType
+    from cuda_core._memory._virtual_memory_resource import (
+        VirtualMemoryAccessType,
+        VirtualMemoryAllocationType,
+        VirtualMemoryGranularityType,
+        VirtualMemoryHandleType,
+        VirtualMemoryLocationType,
+    )
+    from cuda_core.graph._types import GraphConditionalType, GraphMemoryType
+
 __all__ = [
     "AddressModeType",
     "ArrayFormatType",
@@ -43,8 +56,12 @@ __all__ = [
 # GraphMemoryType (cuda_core.graph._types), ManagedMemoryLocationType and the
 # VirtualMemory* enumerations (cuda_core._memory) are defined beside the
 # classes that use them, in higher layers: each of those modules registers
-# its enumerations here (``_register``) when it is imported, and ``import
-# cuda_core`` imports them all.
+# its enumerations here (``_register``) when it is imported.  ``import
+# cuda_core`` imports all of them but the lazily imported subpackages, whose
+# names the module ``__getattr__`` below provides on first use.
+
+#: Names registered by a lazily imported subpackage: name -> subpackage.
+_LAZY_NAMES = {"GraphConditionalType": "graph", "GraphMemoryType": "graph"}
 
 
 class IsStreamType(typing.Protocol):
@@ -62,6 +79,16 @@ DevicePointerType = typing.Optional[int]
 
 #: The checkpoint state of a process (:attr:`cuda_core.checkpoint.Process.state`).
 ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
+
+
+if not typing.TYPE_CHECKING:  # type checkers see the names imported above
+
+    def __getattr__(name: str) -> typing.Any:
+        package = _LAZY_NAMES.get(name)
+        if package is not None and _slots.import_subpackage is not None:
+            _slots.import_subpackage(package)  # registers the name here
+            return globals()[name]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _register(*enums: type, **aliases: object) -> None:
