@@ -159,3 +159,36 @@ def test_is_stream_type_is_a_protocol_with_cuda_stream():
 
     assert hasattr(ct.IsStreamType, "__cuda_stream__")
     assert Foreign().__cuda_stream__() == (0, 0)
+
+
+def test_every_name_importable_in_a_fresh_process():
+    # The graph enumerations live in the lazily imported cuda_core.graph:
+    # `from cuda_core.typing import ...` must find them before anything
+    # imported that subpackage, and `import *` must give every name.
+    import os
+    import subprocess
+
+    script = (
+        "import sys\n"
+        "import cuda_core.typing as t\n"
+        "assert 'cuda_core.graph' not in sys.modules\n"
+        "from cuda_core.typing import GraphConditionalType, GraphMemoryType\n"
+        "assert GraphConditionalType.WHILE == 'while', list(GraphConditionalType)\n"
+        "assert 'cuda_core.graph' in sys.modules\n"
+        "ns = {}\n"
+        "exec('from cuda_core.typing import *', ns)\n"
+        "missing = set(t.__all__) - set(ns)\n"
+        "assert not missing, missing\n"
+        "try:\n"
+        "    t.NoSuchName\n"
+        "except AttributeError as e:\n"
+        "    assert 'NoSuchName' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
