@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys as _sys
 import types as _types
+import typing as _typing
 
 
 def _extension_missing() -> ModuleNotFoundError:
@@ -62,7 +63,6 @@ from cuda_core._errors import (
     NVVMError,
 )
 from cuda_core._event import Event, EventOptions
-from cuda_core._graphics import GraphicsResource
 from cuda_core._green_context import ContextOptions
 from cuda_core._host import Host
 from cuda_core._kernel import Kernel
@@ -90,14 +90,24 @@ from cuda_core._program import Program
 from cuda_core._program_options import ProgramOptions
 from cuda_core._stream import Stream
 from cuda_core._stream_options import StreamOptions
-from cuda_core._tensor_map import TensorMapDescriptor, TensorMapDescriptorOptions
 from cuda_core._version import __version__
+
+if _typing.TYPE_CHECKING:  # imported at their first use (see __getattr__)
+    from cuda_core._graphics import GraphicsResource
+    from cuda_core._tensor_map import TensorMapDescriptor, TensorMapDescriptorOptions
 
 # The other subpackages are imported at their first use (``cuda_core.graph``,
 # ``from cuda_core import utils``), not with the package: most programs need
 # few of them, and importing them all would cost more than the rest of the
 # package.  ``import cuda_core.system`` works as for any package.
 _LAZY_SUBPACKAGES = ("checkpoint", "graph", "system", "texture", "utils")
+
+# Classes few programs use, in modules imported at the first use of a name.
+_LAZY_NAMES = {
+    "GraphicsResource": "_graphics",
+    "TensorMapDescriptor": "_tensor_map",
+    "TensorMapDescriptorOptions": "_tensor_map",
+}
 
 # The public names (what `from cuda_core import *` and type checkers export):
 # every public name imported above, and only those (tests/test_typing.py).
@@ -161,14 +171,21 @@ def _import_subpackage(name: str) -> _types.ModuleType:
     return _sys.modules[f"cuda_core.{name}"]
 
 
-def __getattr__(name: str) -> _types.ModuleType:
-    if name in _LAZY_SUBPACKAGES:
-        return _import_subpackage(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not _typing.TYPE_CHECKING:  # type checkers see the imports above
+
+    def __getattr__(name: str) -> _typing.Any:
+        if name in _LAZY_SUBPACKAGES:
+            return _import_subpackage(name)
+        module = _LAZY_NAMES.get(name)
+        if module is not None:
+            value = getattr(_import_subpackage(module), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _slots.import_subpackage = _import_subpackage
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()).union(_LAZY_SUBPACKAGES))
+    return sorted(set(globals()).union(_LAZY_SUBPACKAGES, _LAZY_NAMES))

@@ -26,7 +26,7 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream
 from cuda_core._device_properties import DeviceProperties
-from cuda_core._device_resources import _DEVICE_TYPE, DeviceResources
+from cuda_core._device_resources import DeviceResources
 from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent
@@ -34,7 +34,6 @@ from cuda_core._green_context import create_green_context
 from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
-from cuda_core._tensor_map import DEVICE_TYPE as _TENSOR_MAP_DEVICE
 from cuda_core._utils import index_or_none, require_open
 
 if TYPE_CHECKING:
@@ -506,9 +505,6 @@ class Device(TextureFactories):
         return default_stream()
 
 
-_TENSOR_MAP_DEVICE.append(Device)
-
-
 # --------------------------------------------------------------------------
 # Private helpers.
 # --------------------------------------------------------------------------
@@ -576,5 +572,6 @@ def _retain_primary(device_id: int) -> Any:
     return c_ctx
 
 
-_slots.Device = Device  # also system.Device.to_cuda_device(), the texture objects' device
-_DEVICE_TYPE.append(Device)  # WorkqueueResource.device
+# Stream.device, WorkqueueResource.device, TensorMapDescriptor.device,
+# system.Device.to_cuda_device(), the texture objects' device, ...
+_slots.Device = Device

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_version
@@ -45,8 +46,6 @@ __all__ = [
     "WorkqueueResourceOptions",
 ]
 
-#: [Device class], filled by cuda_core._device at import (WorkqueueResource.device).
-_DEVICE_TYPE: list[Any] = []
 
 _GREEN_MIN_DRIVER = 12040
 _STRUCTURED_SPLIT_MIN_DRIVER = 13010
@@ -341,7 +340,7 @@ class WorkqueueResource:
     @property
     def device(self) -> Device:
         """Device: The device these workqueues are on."""
-        device: Device = _DEVICE_TYPE[0](self._wq_config()[0])
+        device: Device = _slots.Device(self._wq_config()[0])
         return device
 
 

@@ -17,7 +17,8 @@ descriptor keeps the viewed object alive.
 This module sits below :mod:`cuda_core.utils`: the view class it builds
 views with (for :meth:`TensorMapDescriptor.replace_address`) is registered in
 :data:`VIEW_TYPE` by ``cuda_core.utils._memoryview``, and the Device class
-in :data:`DEVICE_TYPE` by ``cuda_core._device``.
+is the ``_slots.Device`` slot.  The package imports this module at the first
+use of its names (``cuda_core.TensorMapDescriptor``, ``as_tensor_map``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import cuda_core._slots as _slots
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -56,8 +58,6 @@ _T = TypeVar("_T", bound="TensorMapDescriptor")
 
 #: [StridedMemoryView], registered by cuda_core.utils._memoryview.
 VIEW_TYPE: list[Any] = []
-#: [Device], registered by cuda_core._device.
-DEVICE_TYPE: list[Any] = []
 #: Class attribute read by ``launch``: pass ``_karg`` (bytes) by value, with
 #: this (size, alignment) (see ``cuda_core._launcher``).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
@@ -389,8 +389,7 @@ class TensorMapDescriptor:
     @property
     def device(self) -> Device:
         """Device: The device the descriptor was made for."""
-        device: Device = DEVICE_TYPE[0](self._device_id)
-        return device
+        return _slots.Device(self._device_id)
 
 
 setattr(TensorMapDescriptor, KERNEL_ARG_MARKER, (_MAP_SIZE, 64))

@@ -17,6 +17,11 @@ import pytest
 import cuda_core
 
 _LAZY = ("checkpoint", "graph", "system", "texture", "utils")
+_LAZY_NAMES = {
+    "GraphicsResource": "cuda_core._graphics",
+    "TensorMapDescriptor": "cuda_core._tensor_map",
+    "TensorMapDescriptorOptions": "cuda_core._tensor_map",
+}
 
 
 def _fresh(code):
@@ -40,6 +45,7 @@ def test_import_does_not_import_heavy_modules():
         "names = ['numpy', 'ml_dtypes', 'multiprocessing', 'ctypes', 'hashlib', 'tempfile',\n"
         "         'uuid', 'platform', 'socket']\n"
         f"names += ['cuda_core.' + n for n in {_LAZY!r}]\n"
+        f"names += {sorted(set(_LAZY_NAMES.values()))!r}\n"
         "before = {n for n in names if n in sys.modules}\n"
         "import cuda_core\n"
         "print(json.dumps([n for n in names if n in sys.modules and n not in before]))"
@@ -84,6 +90,24 @@ def test_lazy_subpackages_by_every_spelling():
     assert got[:3] == ["cuda_core.system", "cuda_core.graph", "cuda_core.texture"]
     assert got[3].startswith("cuda_core.utils")
     assert got[4] == ["Device", "checkpoint", "graph", "system", "texture", "typing", "utils"]
+
+
+@pytest.mark.parametrize("name", sorted(_LAZY_NAMES))
+def test_lazy_class_by_every_spelling(name):
+    module = _LAZY_NAMES[name]
+    got = _fresh(
+        "import json, sys\n"
+        "import cuda_core\n"
+        f"before = {module!r} in sys.modules\n"
+        f"listed = {name!r} in dir(cuda_core) and {name!r} in cuda_core.__all__\n"
+        f"cls = cuda_core.{name}\n"
+        f"from cuda_core import {name} as again\n"
+        "namespace = {}\n"
+        "exec('from cuda_core import *', namespace)\n"
+        f"print(json.dumps([before, listed, cls.__module__, again is cls,\n"
+        f"                  namespace[{name!r}] is cls, cls.__name__]))"
+    )
+    assert got == [False, True, module, True, True, name]
 
 
 def test_unknown_attribute_raises_attribute_error():
