@@ -4,7 +4,9 @@
 # (after), both built for CPython and PyPy, run_all.py alternating between them.
 # Stage the baseline first, here: mkdir -p .device/baseline && git archive REV | tar -x -C .device/baseline
 # then, on the GPU machine from the project root: bash benchmarks/ab_rounds.sh ROUNDS ONLY...
-# and compare: python3 benchmarks/ab_table.py OUT/base-*.jsonl OUT/new-*.jsonl
+# and compare: tar -xf OUT/ab-rounds.tar -C DIR && python3 benchmarks/ab_table.py DIR/*.jsonl
+# (every round's results go into that one tar file, rewritten after each run,
+# so that a run cut short still returns all finished rounds in one file)
 # Needs the staged .device/ of shared/gpu/prepare.sh (wheels, PyPy debs).
 # AB_CPUS (a taskset list, default "2,3") pins every run to the same cores, so
 # that the before and after processes do not differ by where they ran; set it
@@ -20,7 +22,7 @@ mkdir -p /tmp/cpsite /tmp/ppsite
 for w in .device/cp/*.whl; do python3 -m zipfile -e "$w" /tmp/cpsite; done
 for f in .device/debs/*.deb; do dpkg -x "$f" /; done
 for w in .device/pp/*.whl; do python3 -m zipfile -e "$w" /tmp/ppsite; done
-rm -rf /tmp/base /tmp/new; cp -r .device/baseline /tmp/base
+rm -rf /tmp/base /tmp/new /tmp/abjson; mkdir -p /tmp/abjson; cp -r .device/baseline /tmp/base
 mkdir /tmp/new && tar --exclude=./.device --exclude=./.gl -cf - . | tar -xf - -C /tmp/new
 if [ "${AB_SAME_SCRIPTS:-0}" = 1 ]; then rm -rf /tmp/base/benchmarks && cp -r /tmp/new/benchmarks /tmp/base/; fi
 for t in base new; do
@@ -33,7 +35,8 @@ for r in $(seq 1 "$rounds"); do
     echo "=== round $r: $t"; s=$SECONDS
     (cd /tmp/$t && $pin python3 benchmarks/run_all.py --interp "CPython=python3:/tmp/$t:/tmp/cpsite" \
       --interp "PyPy=pypy3:/tmp/$t:/tmp/ppsite" "${only[@]}" --out /tmp/$t-$r.md \
-      --save-json "$O/$t-$r.jsonl" > /tmp/$t-$r.log 2>&1) || echo "run_all $t failed"
+      --save-json "/tmp/abjson/$t-$r.jsonl" > /tmp/$t-$r.log 2>&1) || echo "run_all $t failed"
+    tar -cf "$O/ab-rounds.tar" -C /tmp/abjson .
     grep -i "exited\|timed out\|Error" /tmp/$t-$r.log | head -5
     echo "    took $((SECONDS - s)) s"
   done

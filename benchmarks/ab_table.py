@@ -3,13 +3,19 @@
 
 Usage::
 
-    python benchmarks/ab_table.py OUT/base-*.jsonl OUT/new-*.jsonl
+    tar -xf OUT/ab-rounds.tar -C DIR
+    python benchmarks/ab_table.py DIR/*.jsonl
 
 Files whose name contains ``base`` are "before", the others "after".  For
 each interpreter and case it prints the median of cuda_core's time over the
-rounds before and after, their quotient (``**`` above 1.03; bandwidths are
-inverted so that above 1 is always slower), and the median paired ratio
-against a peer measured in the same process, before and after.
+rounds before and after and their quotient (bandwidths inverted, so that
+above 1 is always slower), then the median paired ratio against a peer
+measured in the same process, before and after, and the quotient of those.
+The paired quotient is the one to read where there is a peer: a process
+that runs slower as a whole slows the peer alike, while the times of the
+same code differ by more than the 3% of interest from one process to the
+next.  ``**`` marks a quotient above 1.03: the paired one where there is a
+peer, otherwise the times'.
 """
 
 from __future__ import annotations
@@ -40,20 +46,23 @@ def main(argv):
     base = _load([p for p in argv if "base" in p])
     new = _load([p for p in argv if "base" not in p])
     head = ("interpreter", "benchmark", "case", "unit", "before", "after", "after/before")
-    print("| " + " | ".join(head + ("paired before", "after")) + " |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| " + " | ".join(head + ("paired before", "after", "after/before")) + " |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(set(base) & set(new)):
         before = statistics.median(r["results"]["cuda_core"] for r in base[key])
         after = statistics.median(r["results"]["cuda_core"] for r in new[key])
         unit = new[key][0].get("unit", "us")
         q = before / after if unit == "GB/s" else after / before
-        peer_cells = "– | –"
+        peer_cells, paired = "– | – | –", False
         for peer in PEERS:
             pb, pa = _paired(base[key], peer), _paired(new[key], peer)
             if pb and pa:
-                peer_cells = f"{peer}: {statistics.median(pb):.2f} | {statistics.median(pa):.2f}"
+                mb, ma = statistics.median(pb), statistics.median(pa)
+                paired = True
+                flag = " **" if ma / mb > 1.03 else ""
+                peer_cells = f"{peer}: {mb:.3f} | {ma:.3f} | {ma / mb:.3f}{flag}"
                 break
-        flag = " **" if q > 1.03 else ""
+        flag = " **" if not paired and q > 1.03 else ""
         print(
             f"| {key[0]} | {key[1]} | {key[2]} | {unit} | {before:.3f} | {after:.3f} "
             f"| {q:.3f}{flag} | {peer_cells} |"
