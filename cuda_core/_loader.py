@@ -172,22 +172,18 @@ def ensure_loaded(name: str) -> None:
 def _search_cuda_library(index: int, attempts: list[str], name: str) -> None:
     """Try the wheels, then the toolkits, then the system loader; raise if none loads."""
     _, env, wheel, toolkit, system, _ = _LIBS[name]
-    for d in _site_dirs():
-        for rel in wheel:
-            path = os.path.join(d, rel)
-            if os.path.exists(path):
-                if _try_load(index, path, attempts):
-                    return
-            else:
-                attempts.append(f"{path}: not present")
-    for label, root in _toolkit_roots():
-        for rel in toolkit:
-            path = os.path.join(root, rel)
-            if os.path.exists(path):
-                if _try_load(index, path, attempts):
-                    return
-            else:
-                attempts.append(f"{path} ({label}): not present")
+    # (path, how a missing one is listed): the wheels first, then the toolkits.
+    files = [(os.path.join(d, rel), "") for d in _site_dirs() for rel in wheel]
+    files += [
+        (os.path.join(root, rel), f" ({label})")
+        for label, root in _toolkit_roots()
+        for rel in toolkit
+    ]
+    for path, where in files:
+        if not os.path.exists(path):
+            attempts.append(f"{path}{where}: not present")
+        elif _try_load(index, path, attempts):
+            return
     for soname in system:
         if _try_load(index, soname, attempts):
             return
