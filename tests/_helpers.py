@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Kernel-free GPU helpers shared by the stream and event tests."""
+"""Helpers shared by several test files: kernel-free GPU work, a flag-only memory resource."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from _scripts.hardening_util import StreamBlocker
 
+from cuda_core import MemoryResource
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 
@@ -57,3 +58,35 @@ def record_calls(monkeypatch, module, name):
 
     monkeypatch.setattr(module, name, recording)
     return calls
+
+
+class FlagResource(MemoryResource):
+    """A memory resource that only reports flags: for buffers over made-up addresses.
+
+    It never allocates, and frees nothing: the buffers' memory is never touched.
+    """
+
+    def __init__(self, device=True, host=True, managed=False, device_id=-1):
+        self._flags = (device, host, managed, device_id)
+
+    def allocate(self, size, *, stream=None):
+        raise AssertionError("not used")
+
+    def deallocate(self, ptr, size, *, stream=None):
+        pass
+
+    @property
+    def is_device_accessible(self):
+        return self._flags[0]
+
+    @property
+    def is_host_accessible(self):
+        return self._flags[1]
+
+    @property
+    def is_managed(self):
+        return self._flags[2]
+
+    @property
+    def device_id(self):
+        return self._flags[3]

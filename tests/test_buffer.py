@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 import pytest
+from _helpers import FlagResource
 
 from cuda_core import LEGACY_DEFAULT_STREAM, Buffer, CUDAError, CUDAWarning, MemoryResource
 from cuda_core._cuda_ffi import ffi
@@ -51,35 +52,6 @@ class HostMemoryResource(MemoryResource):
     @property
     def is_host_accessible(self):
         return True
-
-
-class FakeResource(MemoryResource):
-    """Reports arbitrary accessibility flags (never allocates)."""
-
-    def __init__(self, device, host, managed=False, device_id=3):
-        self._flags = (device, host, managed, device_id)
-
-    def allocate(self, size, *, stream=None):
-        raise NotImplementedError
-
-    def deallocate(self, ptr, size, *, stream=None):
-        pass
-
-    @property
-    def is_device_accessible(self):
-        return self._flags[0]
-
-    @property
-    def is_host_accessible(self):
-        return self._flags[1]
-
-    @property
-    def is_managed(self):
-        return self._flags[2]
-
-    @property
-    def device_id(self):
-        return self._flags[3]
 
 
 def _collect():
@@ -411,14 +383,14 @@ def test_dlpack_bad_arguments():
     ],
 )
 def test_dlpack_device_classification(flags, expected):
-    buf = Buffer.from_handle(0x1000, 8, mr=FakeResource(*flags), stream=None)
-    # FakeResource is device-accessible in some cases: give it a stream-free path
+    buf = Buffer.from_handle(0x1000, 8, mr=FlagResource(*flags, device_id=3), stream=None)
+    # the resource is device-accessible in some cases: give it a stream-free path
     assert buf.__dlpack_device__() == expected
     buf._release = None  # nothing to free
 
 
 def test_dlpack_device_of_inaccessible_memory_raises():
-    buf = Buffer.from_handle(0x1000, 8, mr=FakeResource(False, False))
+    buf = Buffer.from_handle(0x1000, 8, mr=FlagResource(False, False, device_id=3))
     with pytest.raises(BufferError, match="neither"):
         buf.__dlpack_device__()
     buf._release = None  # nothing to free

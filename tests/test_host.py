@@ -15,12 +15,12 @@ import pickle
 import platform
 
 import pytest
+from _helpers import FlagResource
 
 from cuda_core import (
     Device,
     Host,
     ManagedBuffer,
-    MemoryResource,
     PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 )
@@ -74,7 +74,7 @@ def test_accessed_by_refuses_numa_hosts_before_advising(monkeypatch):
     # location check comes before any cuMemAdvise.
     monkeypatch.setattr(_location, "current_driver_version", lambda: 13000)
     monkeypatch.setattr(AccessedBySet, "_ids", lambda self: set())
-    buf = ManagedBuffer._init(0x100000, 4096, mr=_ManagedRangeResource())
+    buf = ManagedBuffer._init(0x100000, 4096, mr=FlagResource(managed=True))
     for host, kind in ((Host(numa_id=0), "host_numa"), (Host.numa_current(), "host_numa_current")):
         msg = f"^advise CU_MEM_ADVISE_SET_ACCESSED_BY does not support location_type='{kind}'$"
         with pytest.raises(ValueError, match=msg):
@@ -82,28 +82,6 @@ def test_accessed_by_refuses_numa_hosts_before_advising(monkeypatch):
         with pytest.raises(ValueError, match=msg):
             buf.accessed_by = [Host(), host]
         buf.accessed_by.discard(host)  # never a member: nothing to do
-
-
-class _ManagedRangeResource(MemoryResource):
-    """Reports managed memory for made-up ranges (never allocates or frees)."""
-
-    def allocate(self, size, *, stream):
-        raise AssertionError("not used")
-
-    def deallocate(self, ptr, size, *, stream):
-        pass
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
-    def is_managed(self):
-        return True
 
 
 # --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import FlagResource
 
 import cuda_core._slots as _slots
 from cuda_core import (
@@ -48,37 +49,8 @@ def fake_locations(monkeypatch):
     monkeypatch.setattr(_location, "current_driver_version", lambda: 13000)
 
 
-class FakeResource(MemoryResource):
-    """A resource whose buffers are never touched (made-up addresses)."""
-
-    def __init__(self, managed):
-        self._managed = managed
-
-    def allocate(self, size, *, stream):
-        raise AssertionError("not used")
-
-    def deallocate(self, ptr, size, *, stream):
-        pass
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return self._managed
-
-    @property
-    def is_managed(self):
-        return self._managed
-
-    @property
-    def device_id(self):
-        return 0
-
-
 def _fake(n, managed=True, size=4096, cls=Buffer):
-    mr = FakeResource(managed)
+    mr = FlagResource(host=managed, managed=managed, device_id=0)
     return [cls._init(0x100000 + i * size, size, mr=mr) for i in range(n)]
 
 
