@@ -836,3 +836,12 @@ def test_update_hands_the_sources_attachments_to_the_executable(device, stream):
     graph.close()
     stream.sync()
     assert _wait_for(lambda: shared.claims == 0)
+
+
+def test_new_kernel_node_launch_without_a_kernel_is_a_type_error():
+    # ExecutableKernelNode.update(config=..., kernel=None, args=...) describes a
+    # whole new launch: without a kernel there is nothing to launch.
+    from cuda_core.graph._node_params import _kernel_params
+
+    with pytest.raises(TypeError, match="^kernel must be a Kernel, not NoneType"):
+        _kernel_params(LaunchConfig(grid=1, block=1), None, ())

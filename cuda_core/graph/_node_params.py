@@ -234,6 +234,8 @@ def _kernel_params(
         p.func = ffi.NULL
         p.ctx = ffi.NULL
         owners.append(kernel)
+    elif current is None:  # a new launch (ExecutableKernelNode.update) names its kernel
+        raise TypeError("kernel must be a Kernel, not NoneType")
     else:
         p.func = current.func
         p.kern = current.kern
