@@ -172,6 +172,19 @@ def test_closed_buffer_raises():
         _packed_arguments(k, (buf,))
 
 
+
+@pytest.mark.parametrize("closed_at", [0, 5, 18, 38, 39])
+def test_closed_buffer_in_a_long_run_names_its_position(closed_at):
+    # 40 Buffers in a row: packed in a loop (several per pass, then the rest)
+    bufs = [Buffer.from_handle(0x7F12_3456_7000 + 64 * i, 64) for i in range(40)]
+    k = make_kernel()
+    plan, blob = _packed_arguments(k, tuple(bufs))
+    for i in range(40):
+        assert field(blob, plan, i, 8) == struct.pack("=Q", 0x7F12_3456_7000 + 64 * i)
+    bufs[closed_at].close()
+    with pytest.raises(RuntimeError, match=f"kernel argument {closed_at}: Buffer is closed"):
+        _packed_arguments(k, tuple(bufs))
+
 def test_null_buffer_passes_zero():
     buf = Buffer.from_handle(0, 0)
     plan, blob = _packed_arguments(make_kernel(), (buf,))
