@@ -172,7 +172,6 @@ def test_closed_buffer_raises():
         _packed_arguments(k, (buf,))
 
 
-
 @pytest.mark.parametrize("closed_at", [0, 5, 18, 38, 39])
 def test_closed_buffer_in_a_long_run_names_its_position(closed_at):
     # 40 Buffers in a row: packed in a loop (several per pass, then the rest)
@@ -184,6 +183,7 @@ def test_closed_buffer_in_a_long_run_names_its_position(closed_at):
     bufs[closed_at].close()
     with pytest.raises(RuntimeError, match=f"kernel argument {closed_at}: Buffer is closed"):
         _packed_arguments(k, tuple(bufs))
+
 
 def test_null_buffer_passes_zero():
     buf = Buffer.from_handle(0, 0)
