@@ -12,6 +12,8 @@
 # that the before and after processes do not differ by where they ran; set it
 # empty to leave the scheduler free.  AB_SAME_SCRIPTS=1 runs this tree's
 # benchmark scripts against both builds (the same measurement code for both).
+# AB_NEW_ONLY=1 times this tree alone (no baseline needed): ROUNDS rounds of
+# run_all.py, for the min / median / max over rounds that RESULTS.md reports.
 set -u
 rounds=${1:-1}; shift
 only=(); for o in "$@"; do only+=(--only "$o"); done
@@ -22,16 +24,18 @@ mkdir -p /tmp/cpsite /tmp/ppsite
 for w in .device/cp/*.whl; do python3 -m zipfile -e "$w" /tmp/cpsite; done
 for f in .device/debs/*.deb; do dpkg -x "$f" /; done
 for w in .device/pp/*.whl; do python3 -m zipfile -e "$w" /tmp/ppsite; done
-rm -rf /tmp/base /tmp/new /tmp/abjson; mkdir -p /tmp/abjson; cp -r .device/baseline /tmp/base
+trees="base new"; [ "${AB_NEW_ONLY:-0}" = 1 ] && trees="new"
+rm -rf /tmp/base /tmp/new /tmp/abjson; mkdir -p /tmp/abjson
+[ "$trees" = new ] || cp -r .device/baseline /tmp/base
 mkdir /tmp/new && tar --exclude=./.device --exclude=./.gl -cf - . | tar -xf - -C /tmp/new
-if [ "${AB_SAME_SCRIPTS:-0}" = 1 ]; then rm -rf /tmp/base/benchmarks && cp -r /tmp/new/benchmarks /tmp/base/; fi
-for t in base new; do
+if [ "${AB_SAME_SCRIPTS:-0}" = 1 ] && [ "$trees" != new ]; then rm -rf /tmp/base/benchmarks && cp -r /tmp/new/benchmarks /tmp/base/; fi
+for t in $trees; do
   (cd /tmp/$t && export CUDA_CORE_BUILD_BENCH=1 &&
    PYTHONPATH=/tmp/cpsite python3 setup.py -q build_ext --inplace >/tmp/$t-cp-build.log 2>&1 &&
    PYTHONPATH=/tmp/ppsite pypy3 setup.py -q build_ext --inplace >/tmp/$t-pp-build.log 2>&1) || { echo "build $t failed"; tail -20 /tmp/$t-*-build.log; }
 done
 for r in $(seq 1 "$rounds"); do
-  for t in base new; do
+  for t in $trees; do
     echo "=== round $r: $t"; s=$SECONDS
     (cd /tmp/$t && $pin python3 benchmarks/run_all.py --interp "CPython=python3:/tmp/$t:/tmp/cpsite" \
       --interp "PyPy=pypy3:/tmp/$t:/tmp/ppsite" "${only[@]}" --out /tmp/$t-$r.md \

@@ -6,6 +6,10 @@ Usage::
     tar -xf OUT/ab-rounds.tar -C DIR
     python benchmarks/ab_table.py DIR/*.jsonl
 
+Without any "before" file (``AB_NEW_ONLY=1``) it prints, for each
+interpreter and case, cuda_core's time and its paired ratio to each peer as
+min / median / max over the rounds instead.
+
 Files whose name contains ``base`` are "before", the others "after".  For
 each interpreter and case it prints the median of cuda_core's time over the
 rounds before and after and their quotient (bandwidths inverted, so that
@@ -42,9 +46,33 @@ def _paired(recs, peer):
     return [r["paired"][peer] for r in recs if r.get("paired", {}).get(peer)]
 
 
+def _spread(values, digits):
+    """``median (min–max, count)`` of ``values``."""
+    v = sorted(values)
+    return f"{statistics.median(v):.{digits}f} ({v[0]:.{digits}f}–{v[-1]:.{digits}f}, {len(v)})"
+
+
+def _rounds_table(new):
+    """One tree's rounds: time and paired ratio to each peer, median (min–max, rounds)."""
+    print("| interpreter | benchmark | case | unit | cuda_core | ratios to peers (paired) |")
+    print("|---|---|---|---|---|---|")
+    for key in sorted(new):
+        recs = new[key]
+        unit = recs[0].get("unit", "us")
+        times = _spread([r["results"]["cuda_core"] for r in recs], 3)
+        peers = sorted({p for r in recs for p in r.get("paired", {})})
+        ratios = "; ".join(
+            f"{p}: {_spread(_paired(recs, p), 3)}" for p in peers if _paired(recs, p)
+        )
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {unit} | {times} | {ratios or '–'} |")
+    return 0
+
+
 def main(argv):
     base = _load([p for p in argv if "base" in p])
     new = _load([p for p in argv if "base" not in p])
+    if not base:
+        return _rounds_table(new)
     head = ("interpreter", "benchmark", "case", "unit", "before", "after", "after/before")
     print("| " + " | ".join(head + ("paired before", "after", "after/before")) + " |")
     print("|---|---|---|---|---|---|---|---|---|---|")
