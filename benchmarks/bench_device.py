@@ -8,8 +8,11 @@ and CuPy, in the same process; ratios ours/theirs are printed (goal: <= 1.0
 against cuda.core on CPython).  The stream and event cycles are also timed as
 the bare driver calls from a C loop ("C floor"), so that each library's own
 overhead is the difference (only when the extension is built with
-``CUDA_CORE_BUILD_BENCH=1``; otherwise those rows are left out).  Without a
-GPU the script says so and exits 0.
+``CUDA_CORE_BUILD_BENCH=1``; otherwise those rows are left out), and the
+event cycle as the same four driver calls made from Python through the
+extension without any objects ("raw calls"): the least any Python library
+can spend on it in this interpreter.  Without a GPU the script says so and
+exits 0.
 
 Run: ``python benchmarks/bench_device.py``
 """
@@ -95,6 +98,30 @@ def _cases_floor():
     }
 
 
+def _cases_raw_calls():
+    """The event cycle's four driver calls from Python, through the extension, no objects."""
+    import cuda_core
+    from cuda_core._cuda_ffi import lib
+
+    dev = cuda_core.Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+    ctx, c_stream = dev._c_ctx, stream._handle
+    new, record, wait, destroy = (
+        lib.cc_event_new_untimed,
+        lib.cuEventRecord,
+        lib.cuEventSynchronize,
+        lib.cuEventDestroy,
+    )
+
+    def event_cycle():
+        e = new(ctx)
+        if not e or record(e, c_stream) or wait(e) or destroy(e):
+            raise RuntimeError("event cycle failed")
+
+    return {"event create+record+sync+close": event_cycle}
+
+
 def _cases_cupy(cupy):
     cupy.cuda.Device(0).use()
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -130,6 +157,7 @@ def main():
     if cupy is not None:
         suites["cupy"] = _cases_cupy(cupy)
     floors = _cases_floor()
+    raw_calls = _cases_raw_calls()
     # cuda.core and CuPy may change the current context; restore ours per case.
     ours_current = cuda_core.Device(0).set_current
     for case in suites["cuda_core"]:
@@ -142,6 +170,8 @@ def main():
         floor = floors.get(case)
         if floor is not None:
             samplers["C floor"] = sampler(floor[0], before=ours_current, scale=floor[1])
+        if case in raw_calls:
+            samplers["raw calls"] = sampler(raw_calls[case], before=ours_current)
         report(BENCH, case, interleaved(samplers))
     return 0
 
