@@ -114,7 +114,7 @@ def _cases_raw_calls():
         lib.cuEventDestroy,
     )
 
-    def event_cycle():
+    def event_cycle(stream=stream):  # keeps the Stream (and so its CUstream) alive
         e = new(ctx)
         if not e or record(e, c_stream) or wait(e) or destroy(e):
             raise RuntimeError("event cycle failed")
