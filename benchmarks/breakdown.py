@@ -66,7 +66,6 @@ config = LaunchConfig(grid=1, block=1)
 cfg = config._prepare()[1]
 s_h = stream._h
 c_stream = stream._handle
-N = 256
 
 
 def rounds(samplers, R=15, per=8):
@@ -82,23 +81,7 @@ def rounds(samplers, R=15, per=8):
     return {k: statistics.median(v) for k, v in res.items()}, res
 
 
-def launch_sampler(batch, sync):
-    def sample():
-        batch(N)
-        sync()
-        ts = []
-        for _ in range(6):
-            t0 = time.perf_counter()
-            batch(N)
-            dt = time.perf_counter() - t0
-            sync()
-            ts.append(dt / N * 1e6)
-        return statistics.median(ts)
-
-    for _ in range(10):
-        batch(N)
-        sync()
-    return sample
+launch_sampler = BL.launch_sampler  # the batches and turns of bench_launch.py
 
 
 def nop():
