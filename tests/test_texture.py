@@ -241,6 +241,28 @@ def test_texture_desc_translation():
     assert plain.filterMode == 0 and [plain.borderColor[i] for i in range(4)] == [0.0] * 4
 
 
+def test_texture_desc_is_built_once_per_option_values():
+    # equal options share one descriptor (the driver only reads it) ...
+    first = _texture_desc(TextureObjectOptions(filter_mode="linear", border_color=[0.0] * 4))
+    again = _texture_desc(TextureObjectOptions(filter_mode="linear", border_color=(0.0,) * 4))
+    assert again is first
+    # ... and a change, even in place, gets its own
+    opts = TextureObjectOptions(filter_mode="linear", border_color=[0.0] * 4)
+    opts.border_color[2] = 0.5
+    changed = _texture_desc(opts)
+    assert changed is not first and [changed.borderColor[i] for i in range(4)] == [0, 0, 0.5, 0]
+    opts.filter_mode = "point"
+    assert _texture_desc(opts).filterMode == 0 and changed.filterMode == 1
+    # a value equal to an accepted one but of a refused type is still refused
+    assert _texture_desc(TextureObjectOptions(max_anisotropy=2)).maxAnisotropy == 2
+    with pytest.raises(TypeError, match="max_anisotropy must be an int"):
+        _texture_desc(TextureObjectOptions(max_anisotropy=2.0))
+    # an unhashable value is translated each time
+    unhashable = TextureObjectOptions(max_anisotropy=np.array(4))
+    assert _texture_desc(unhashable).maxAnisotropy == 4
+    assert _texture_desc(unhashable).maxAnisotropy == 4
+
+
 def test_texture_desc_checks_at_creation():
     with pytest.raises(ValueError, match="max_anisotropy must be >= 0"):
         _texture_desc(TextureObjectOptions(max_anisotropy=-1))
@@ -412,8 +434,7 @@ def test_lifetime_close_raises_and_gc_warns():
         pass
 
     failing = Recorder(status=1)  # CUDA_ERROR_INVALID_VALUE
-    owner = Owner()
-    life = Lifetime(owner, "cuTexObjectDestroy", failing, 77, SharedHandle(5, None, "CUDA array"))
+    life = Lifetime("cuTexObjectDestroy", failing, 77, SharedHandle(5, None, "CUDA array"))
     with pytest.raises(CUDAError, match="cuTexObjectDestroy"):
         life.close()
     assert failing.calls == [77] and not life.alive
@@ -421,7 +442,7 @@ def test_lifetime_close_raises_and_gc_warns():
     assert failing.calls == [77]
 
     owner = Owner()
-    Lifetime(owner, "cuSurfObjectDestroy", failing, 78)
+    owner.life = Lifetime("cuSurfObjectDestroy", failing, 78)  # as a wrapper keeps it
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         del owner

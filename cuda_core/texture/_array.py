@@ -247,7 +247,7 @@ def _new_array(
     self._surface_load_store = surface
     self._layered = layered
     self._device_id = device_id
-    self._life = Lifetime(self, "cuArrayDestroy", shared=shared)
+    self._life = Lifetime("cuArrayDestroy", shared=shared)
     return self
 
 

@@ -11,14 +11,14 @@ level holds a claim on its parent mipmapped array and owns nothing itself.
 
 Each wrapper keeps a :class:`Lifetime`: what it releases on ``close()`` (its
 own driver handle, if any, and its claim).  ``close()`` raises a failure;
-the garbage-collection safety net (a ``weakref.finalize``) reports it as a
-:class:`~cuda_core.CUDAWarning`.
+the garbage-collection safety net (the Lifetime's ``__del__``) reports it as
+a :class:`~cuda_core.CUDAWarning`.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
-import weakref
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import cuda_core._slots as _slots
@@ -41,6 +41,8 @@ class Claim(Protocol):
 
 
 __all__ = []
+
+_finalizing = sys.is_finalizing
 
 
 def device_of(device_id: int) -> Device:
@@ -118,11 +120,15 @@ class SharedHandle:
 class Lifetime:
     """What one wrapper releases: its own handle (optional) and its claim.
 
+    The wrapper keeps its Lifetime (``self._life``) and nothing else refers
+    to it, so the Lifetime is collected with its wrapper: if that happens
+    before :meth:`close`, its ``__del__`` is the safety net that releases
+    (and warns of a failure).  This costs a fraction of a
+    ``weakref.finalize`` per object.  Nothing is released at interpreter
+    exit (the driver frees everything then).
+
     Parameters
     ----------
-    owner : object
-        The wrapper; if it is garbage-collected unreleased, the safety net
-        releases (and warns of a failure).
     what : str
         Named in errors and warnings (``"cuTexObjectDestroy"``).
     destroy, value : callable, int, optional
@@ -131,30 +137,40 @@ class Lifetime:
         The claim the wrapper holds.
     """
 
-    __slots__ = ("_finalizer",)
+    __slots__ = ("_pending",)
 
     def __init__(
         self,
-        owner: object,
         what: str,
         destroy: Destroy | None = None,
         value: int | None = None,
         shared: Claim | None = None,
     ) -> None:
-        self._finalizer = weakref.finalize(owner, _release, what, destroy, value, shared, False)
-        self._finalizer.atexit = False  # the driver frees everything at exit
+        # One entry until released: list.pop() hands it to exactly one caller,
+        # even when two threads close the wrapper at once.
+        self._pending = [(what, destroy, value, shared)]
 
     @property
     def alive(self) -> bool:
         """bool: Whether nothing has been released yet."""
-        return self._finalizer.alive
+        return bool(self._pending)
 
     def close(self) -> None:
         """Release (once; later calls do nothing); raise CUDAError on failure."""
-        info = self._finalizer.detach()
-        if info is not None:
-            what, destroy, value, shared, _ = info[2]
-            _release(what, destroy, value, shared, True)
+        try:
+            what, destroy, value, shared = self._pending.pop()
+        except IndexError:
+            return
+        _release(what, destroy, value, shared, True)
+
+    def __del__(self) -> None:
+        try:
+            pending = self._pending
+        except AttributeError:  # __init__ did not finish
+            return
+        if pending and not _finalizing():
+            what, destroy, value, shared = pending.pop()
+            _release(what, destroy, value, shared, False)
 
 
 def _release(

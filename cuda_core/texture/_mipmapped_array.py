@@ -162,7 +162,7 @@ def _create_mipmapped_array(options: Any, device_id: int) -> MipmappedArray:
     self._surface_load_store = opts.is_surface_load_store
     self._layered = opts.is_layered
     self._device_id = device_id
-    self._life = Lifetime(self, "cuMipmappedArrayDestroy", shared=self._shared)
+    self._life = Lifetime("cuMipmappedArrayDestroy", shared=self._shared)
     return self
 
 

@@ -83,5 +83,5 @@ def _create_surface_object(resource: object, device_id: int) -> SurfaceObject:
     self._resource = resource
     self._buffer = None
     self._device_id = device_id
-    self._life = Lifetime(self, "cuSurfObjectDestroy", lib.cuSurfObjectDestroy, self._handle, claim)
+    self._life = Lifetime("cuSurfObjectDestroy", lib.cuSurfObjectDestroy, self._handle, claim)
     return self

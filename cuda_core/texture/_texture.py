@@ -176,12 +176,75 @@ def _create_texture_object(resource: object, options: Any, device_id: int) -> Te
     self._options = opts
     self._buffer = buf
     self._device_id = device_id
-    self._life = Lifetime(self, "cuTexObjectDestroy", lib.cuTexObjectDestroy, self._handle, claim)
+    self._life = Lifetime("cuTexObjectDestroy", lib.cuTexObjectDestroy, self._handle, claim)
     return self
 
 
+#: Texture descriptors already built and checked, by the options' values
+#: (:func:`_descriptor_key`); the driver only reads them.  Cleared when full.
+_DESCRIPTORS: dict[tuple[Any, ...], Any] = {}
+_DESCRIPTORS_MAX = 64
+
+
+def _descriptor_key(opts: TextureObjectOptions) -> tuple[Any, ...] | None:
+    """The values that decide ``opts``' descriptor, or None where they are not plain.
+
+    Sequences (per-dimension address modes, the border colour) enter as
+    tuples of their items, so a list changed in place is a new key; the
+    anisotropy's type enters too, as ``2`` and ``2.0`` are equal but only
+    the int is accepted.  Values that are equal build the same descriptor.
+    """
+    modes = opts.address_mode
+    color = opts.border_color
+    try:
+        if not isinstance(modes, str):
+            modes = tuple(modes)
+        if color is not None:
+            color = tuple(color)
+    except TypeError:  # not a sequence: _build_texture_desc says so
+        return None
+    anisotropy = opts.max_anisotropy
+    return (
+        modes,
+        opts.filter_mode,
+        opts.read_mode,
+        opts.normalized_coords,
+        opts.srgb,
+        opts.disable_trilinear_optimization,
+        opts.seamless_cubemap,
+        anisotropy,
+        type(anisotropy),
+        opts.mipmap_filter_mode,
+        opts.mipmap_level_bias,
+        opts.min_mipmap_level_clamp,
+        opts.max_mipmap_level_clamp,
+        color,
+    )
+
+
 def _texture_desc(opts: TextureObjectOptions) -> Any:
-    """Return a filled ``CUDA_TEXTURE_DESC *`` (the checks made at creation)."""
+    """Return a filled ``CUDA_TEXTURE_DESC *`` (the checks made at creation).
+
+    Built once per combination of option values (translating the options
+    costs more than the driver call on CPython) and shared: the driver
+    copies it.
+    """
+    key = _descriptor_key(opts)
+    try:
+        tex = _DESCRIPTORS.get(key) if key is not None else None
+    except TypeError:  # an unhashable value: not cached
+        key = tex = None
+    if tex is None:
+        tex = _build_texture_desc(opts)
+        if key is not None:
+            if len(_DESCRIPTORS) >= _DESCRIPTORS_MAX:
+                _DESCRIPTORS.clear()
+            _DESCRIPTORS[key] = tex
+    return tex
+
+
+def _build_texture_desc(opts: TextureObjectOptions) -> Any:
+    """Translate and check ``opts`` into a new ``CUDA_TEXTURE_DESC *``."""
     tex = ffi.new("CUDA_TEXTURE_DESC *")
     for i, mode in enumerate(_normalize_address_modes(opts.address_mode)):
         tex.addressMode[i] = _ADDRESS_MODES[mode]
