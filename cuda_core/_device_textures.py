@@ -26,6 +26,11 @@ __all__ = []
 
 _R = TypeVar("_R")
 
+#: The texture and surface object factories, imported at their first use:
+#: creating those objects is a hot path, and a function-level import costs
+#: more than a dictionary read on every call.
+_OBJECT_FACTORIES: dict[str, Callable[..., Any]] = {}
+
 
 class TextureFactories:
     """``Device.create_opaque_array`` and friends."""
@@ -106,9 +111,12 @@ class TextureFactories:
             If the device is not initialized or the driver rejects the
             combination (e.g. linear filtering of integers read as such).
         """
-        from cuda_core.texture._texture import _create_texture_object
-
-        return _in_context(self, _create_texture_object, resource, options)
+        dev: Any = self  # a Device
+        create = _OBJECT_FACTORIES.get("texture") or _load_factory("texture")
+        if not dev._has_inited:
+            dev._check_initialized()
+        # The driver call makes this device's context current if it is not.
+        return create(resource, options, dev._device_id, dev._c_ctx)  # type: ignore[no-any-return]
 
     def create_surface_object(self, *, resource: ResourceDescriptor) -> SurfaceObject:
         """Create a :class:`~cuda_core.texture.SurfaceObject` over ``resource``.
@@ -132,9 +140,22 @@ class TextureFactories:
         RuntimeError
             If the array is closed.
         """
-        from cuda_core.texture._surface import _create_surface_object
+        dev: Any = self  # a Device
+        create = _OBJECT_FACTORIES.get("surface") or _load_factory("surface")
+        if not dev._has_inited:
+            dev._check_initialized()
+        return create(resource, dev._device_id, dev._c_ctx)  # type: ignore[no-any-return]
 
-        return _in_context(self, _create_surface_object, resource)
+
+def _load_factory(kind: str) -> Callable[..., Any]:
+    """Import the ``"texture"`` or ``"surface"`` object factory and keep it."""
+    from cuda_core.texture import _surface, _texture
+
+    create: Callable[..., Any] = (
+        _texture._create_texture_object if kind == "texture" else _surface._create_surface_object
+    )
+    _OBJECT_FACTORIES[kind] = create
+    return create
 
 
 def _in_context(device: Any, factory: Callable[..., _R], *args: Any) -> _R:

@@ -65,6 +65,9 @@ CUstream cc_stream_new(CUcontext ctx);
 intptr_t cc_last_handle(void);
 CUresult cc_status(void);
 int cc_current_device(void);
+CUresult cc_tex_object_create(CUcontext ctx, CUtexObject *out, const CUDA_RESOURCE_DESC *res,
+                              const CUDA_TEXTURE_DESC *tex);
+CUresult cc_surf_object_create(CUcontext ctx, CUsurfObject *out, const CUDA_RESOURCE_DESC *res);
 
 /* DLPack bridge and pool allocations (memory.c). */
 int cc_dlpack_set_bridge(const char *module, const char *attr);

@@ -49,6 +49,35 @@ CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out) {
     return r;
 }
 
+/* Texture and surface objects in ``ctx`` (pushed only when it is not
+   current): the context step and the creation in one call. */
+CUresult cc_tex_object_create(CUcontext ctx, CUtexObject *out, const CUDA_RESOURCE_DESC *res,
+                              const CUDA_TEXTURE_DESC *tex) {
+    int pushed;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r != CUDA_SUCCESS) return r;
+    r = cuTexObjectCreate(out, res, tex, NULL);
+    r2 = cc_leave_ctx(pushed);
+    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+        cuTexObjectDestroy(*out);
+        r = r2;
+    }
+    return r;
+}
+
+CUresult cc_surf_object_create(CUcontext ctx, CUsurfObject *out, const CUDA_RESOURCE_DESC *res) {
+    int pushed;
+    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    if (r != CUDA_SUCCESS) return r;
+    r = cuSurfObjectCreate(out, res);
+    r2 = cc_leave_ctx(pushed);
+    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
+        cuSurfObjectDestroy(*out);
+        r = r2;
+    }
+    return r;
+}
+
 /* Single-result form of cc_event_create for the hot path: the new handle is
    the return value (NULL on failure, with the status kept for cc_status on
    the calling thread), so Python needs no output buffer. */

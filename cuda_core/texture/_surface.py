@@ -57,8 +57,12 @@ class SurfaceObject(BoundObject):
 setattr(SurfaceObject, KERNEL_ARG_MARKER, "u64")
 
 
-def _create_surface_object(resource: object, device_id: int) -> SurfaceObject:
-    """Create a :class:`SurfaceObject` in the current context (device ``device_id``)."""
+def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) -> SurfaceObject:
+    """Create a :class:`SurfaceObject` of device ``device_id``.
+
+    In context ``c_ctx`` (made current for the driver call if it is not), or
+    in the current context when ``c_ctx`` is None.
+    """
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
     if resource.kind != "array":
@@ -74,7 +78,7 @@ def _create_surface_object(resource: object, device_id: int) -> SurfaceObject:
     res = ffi.new("CUDA_RESOURCE_DESC *")
     claim, _ = resource._fill(res)
     out = ffi.new("CUsurfObject *")
-    status = lib.cuSurfObjectCreate(out, res)
+    status = lib.cc_surf_object_create(c_ctx, out, res)
     if status:
         claim.release()
         check(status, "cuSurfObjectCreate")

@@ -154,8 +154,14 @@ class TextureObject(BoundObject):
 setattr(TextureObject, KERNEL_ARG_MARKER, "u64")
 
 
-def _create_texture_object(resource: object, options: Any, device_id: int) -> TextureObject:
-    """Create a :class:`TextureObject` in the current context (device ``device_id``)."""
+def _create_texture_object(
+    resource: object, options: Any, device_id: int, c_ctx: Any = None
+) -> TextureObject:
+    """Create a :class:`TextureObject` of device ``device_id``.
+
+    In context ``c_ctx`` (made current for the driver call if it is not), or
+    in the current context when ``c_ctx`` is None.
+    """
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
     opts: TextureObjectOptions = check_or_create_options(
@@ -165,7 +171,7 @@ def _create_texture_object(resource: object, options: Any, device_id: int) -> Te
     res = ffi.new("CUDA_RESOURCE_DESC *")
     claim, buf = resource._fill(res)
     out = ffi.new("CUtexObject *")
-    status = lib.cuTexObjectCreate(out, res, tex, ffi.NULL)
+    status = _cc_tex_object_create(c_ctx, out, res, tex)
     if status:
         if claim is not None:
             claim.release()
@@ -179,6 +185,8 @@ def _create_texture_object(resource: object, options: Any, device_id: int) -> Te
     self._life = Lifetime("cuTexObjectDestroy", lib.cuTexObjectDestroy, self._handle, claim)
     return self
 
+
+_cc_tex_object_create = lib.cc_tex_object_create
 
 #: Texture descriptors already built and checked, by the options' values
 #: (:func:`_descriptor_key`); the driver only reads them.  Cleared when full.
