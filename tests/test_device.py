@@ -379,14 +379,18 @@ def test_create_graph_builder_owns_a_new_stream(device):
         builder.close()
 
 
-@pytest.mark.gpu
-def test_create_graph_builder_without_graph_module(device):
-    from cuda_core import _slots
+def test_create_graph_builder_without_graph_module(monkeypatch):
+    # A partial import of cuda_core, where cuda_core.graph cannot be loaded:
+    # no registered builder and no way to import the subpackage.
+    from types import SimpleNamespace
 
-    if _slots.GraphBuilder is not None:
-        pytest.skip("cuda_core.graph is available; the graph tests cover the builder")
-    with pytest.raises(ImportError, match="GraphBuilder"):
-        device.create_graph_builder()
+    from cuda_core import Device, _slots
+
+    monkeypatch.setattr(_slots, "GraphBuilder", None)
+    monkeypatch.setattr(_slots, "import_subpackage", None)
+    initialized = SimpleNamespace(_check_initialized=lambda: None)  # stands for a current Device
+    with pytest.raises(ImportError, match="GraphBuilder could not be imported"):
+        Device.create_graph_builder(initialized)
 
 
 @pytest.mark.gpu
