@@ -161,10 +161,9 @@ def _run_loop(start: int, count: int, view: str, index: int, pypy: str) -> List[
 
     A loop storing ``_UNROLL`` arguments per pass, then the remainder.
     """
-    passes, rest = divmod(count, _UNROLL)
-    step = _UNROLL
-    names = [f"a{u}" for u in range(step)]
-    lines = [f"    for j in range(0, {passes * step}, {step}):"]
+    looped = count - count % _UNROLL
+    names = [f"a{u}" for u in range(_UNROLL)]
+    lines = [f"    for j in range(0, {looped}, {_UNROLL}):"]
     lines += [f"        {a} = args[{start + u} + j]" for u, a in enumerate(names)]
     lines.append("        if " + " or ".join(f"type({a}) is not _T{start}" for a in names) + ":")
     lines.append("            raise _Mismatch")
@@ -172,7 +171,7 @@ def _run_loop(start: int, count: int, view: str, index: int, pypy: str) -> List[
         f"        {view}[{index + u} + j] = {pypy.format(a=a, i=f'{start + u} + j')}"
         for u, a in enumerate(names)
     ]
-    for k in range(passes * step, count):
+    for k in range(looped, count):
         lines.append(f"    a = args[{start + k}]")
         lines.append(f"    if type(a) is not _T{start}:")
         lines.append("        raise _Mismatch")

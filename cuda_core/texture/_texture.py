@@ -22,6 +22,8 @@ _E = TypeVar("_E", AddressModeType, FilterModeType, ReadModeType)
 #: ``_karg`` (see ``cuda_core._launcher``).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 
+_cc_tex_object_create = lib.cc_tex_object_create
+
 _ADDRESS_MODES = {
     AddressModeType.WRAP: lib.CU_TR_ADDRESS_MODE_WRAP,
     AddressModeType.CLAMP: lib.CU_TR_ADDRESS_MODE_CLAMP,
@@ -185,8 +187,6 @@ def _create_texture_object(
     self._life = Lifetime("cuTexObjectDestroy", lib.cuTexObjectDestroy, self._handle, claim)
     return self
 
-
-_cc_tex_object_create = lib.cc_tex_object_create
 
 #: Texture descriptors already built and checked, by the options' values
 #: (:func:`_descriptor_key`); the driver only reads them.  Cleared when full.
