@@ -29,11 +29,12 @@ from cuda_core._device_properties import DeviceProperties
 from cuda_core._device_resources import DeviceResources
 from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event, _new_event, _OpenEvent
+from cuda_core._event import Event, _new_event, _OpenEvent, _release_event
 from cuda_core._green_context import create_green_context
 from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
+from cuda_core._utils import GUARD_HANDLES as _GUARD_HANDLES
 from cuda_core._utils import index_or_none, require_open
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device = lib.cc_current_device
 _cc_event_new_untimed = lib.cc_event_new_untimed
+_gc = ffi.gc
 _cuCtxSetCurrent = lib.cuCtxSetCurrent
 
 
@@ -320,6 +322,8 @@ class Device(TextureFactories):
             if c_event:
                 event = _OpenEvent()
                 event._handle = c_event
+                if _GUARD_HANDLES:  # PyPy: the safety net (see _utils.GUARD_HANDLES)
+                    event._guard = _gc(c_event, _release_event)
                 event._ctx = self._context
                 event._flags = _DISABLE_TIMING
                 event._closed = False

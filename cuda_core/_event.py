@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
-from cuda_core._context import _bufs, _context_of, _current_ctx, _tls
+from cuda_core._context import _bufs, _context_of, _current_ctx, _pop, _push_if_needed, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
@@ -27,6 +27,7 @@ from cuda_core._errors import (
     status_in,
 )
 from cuda_core._utils import (
+    GUARD_HANDLES,
     Closeable,
     as_int_handle,
     check_or_create_options,
@@ -69,6 +70,7 @@ _cc_event_new = lib.cc_event_new
 _cc_status = lib.cc_status
 _cuEventDestroy = lib.cuEventDestroy
 _cuEventSynchronize = lib.cuEventSynchronize
+_gc = ffi.gc
 
 
 def _check_flag(value: object, field: str, cls_name: str) -> bool:
@@ -156,7 +158,17 @@ class Event(Closeable):
     # _flags holds the CU_EVENT_* creation flags; _ipc_desc is set only once
     # exported (left unset otherwise: fewer stores on the hot path).
     # _share: an _EventShare once a graph node uses the event, else None.
-    __slots__ = ("_handle", "_ctx", "_flags", "_ipc_desc", "_closed", "_share", "__weakref__")
+    # _guard: the safety net of an open event on PyPy (see GUARD_HANDLES).
+    __slots__ = (
+        "_handle",
+        "_ctx",
+        "_flags",
+        "_ipc_desc",
+        "_closed",
+        "_share",
+        "_guard",
+        "__weakref__",
+    )
 
     _handle: Any  # CUevent cdata
     _ctx: Context  # None only where no context was current: creating the event failed then
@@ -164,6 +176,7 @@ class Event(Closeable):
     _ipc_desc: IPCEventDescriptor
     _closed: bool
     _share: _EventShare | None
+    _guard: Any  # ffi.gc cdata, on PyPy only
     _plain: ClassVar[type[Event]]  # set on the open twins (see open_class)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -309,6 +322,8 @@ class Event(Closeable):
         check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
         self = _OpenIpcEvent() if cls is Event else open_class(cls, _event_finalizer)()
         self._handle = out[0]
+        if GUARD_HANDLES and cls is Event:
+            self._guard = _gc(out[0], _release_event)
         self._ctx = ctx  # type: ignore[assignment]  # see _ctx
         self._flags = _DISABLE_TIMING | _INTERPROCESS
         if ipc_descriptor._blocking:
@@ -460,14 +475,21 @@ def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
 _event_finalizer = handle_finalizer(lambda event: _destroy_event(event._handle))
 
 
+def _release_event(c_event: Any) -> None:
+    """The guard's release of an unclosed event (PyPy, see GUARD_HANDLES)."""
+    _destroy_event(c_event)  # looked up at call time
+
+
 #: close() and sync() of the open twins: no closed check (see open_class).
-_OPEN_EVENT_METHODS = open_handle_methods(Event, _cuEventDestroy, _cuEventSynchronize)
+_OPEN_EVENT_METHODS = open_handle_methods(Event, _cuEventDestroy, _cuEventSynchronize, guarded=True)
 #: The class of open events that are not IPC-enabled (Event and its open twins
 #: share one layout).  An instance is open: close() makes it an Event.
-_OpenEvent = open_class(Event, _event_finalizer, **_OPEN_EVENT_METHODS)
+_OpenEvent = open_class(Event, _event_finalizer, guarded=True, **_OPEN_EVENT_METHODS)
 #: The class of open IPC-enabled events, a second twin: ``type(e) is
 #: _OpenEvent`` then also says "not IPC" (Stream.record's hot path).
-_OpenIpcEvent = open_class(Event, _event_finalizer, variant="ipc", **_OPEN_EVENT_METHODS)
+_OpenIpcEvent = open_class(
+    Event, _event_finalizer, variant="ipc", guarded=True, **_OPEN_EVENT_METHODS
+)
 
 
 def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool) -> Event:
@@ -490,6 +512,8 @@ def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool)
         check(_cc_status())
     if cls is Event:
         self = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
+        if GUARD_HANDLES:
+            self._guard = _gc(c_event, _release_event)
     else:
         self = open_class(cls, _event_finalizer)()
     self._handle = c_event
@@ -517,3 +541,25 @@ def _event_flags(options: Any, bound: bool) -> int:
             raise TypeError("IPC-enabled events must be bound; use Stream.record for creation.")
         flags |= _INTERPROCESS
     return flags
+
+
+def _wait_on_stream(c_waiter: Any, c_other: Any, c_ctx: Any) -> None:
+    """Make ``c_waiter`` wait for the work queued on ``c_other`` so far.
+
+    A temporary event is created in ``c_ctx`` (the other stream's context;
+    None: the current one), recorded on ``c_other``, waited on, and destroyed
+    (the driver keeps it alive until the wait is resolved).
+    """
+    out = ffi.new("CUevent *")
+    pushed = _push_if_needed(c_ctx)
+    try:
+        check(lib.cuEventCreate(out, _DISABLE_TIMING))
+        c_event = out[0]
+        try:
+            check(lib.cuEventRecord(c_event, c_other))
+            check(lib.cuStreamWaitEvent(c_waiter, c_event, 0))
+        finally:
+            check(lib.cuEventDestroy(c_event))
+    finally:
+        if pushed:
+            _pop()

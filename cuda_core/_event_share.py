@@ -14,10 +14,10 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from cuda_core._cuda_ffi import lib
+from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._event import Event
-from cuda_core._utils import handle_finalizer, open_class
+from cuda_core._utils import drop_guard, handle_finalizer, open_class
 
 if TYPE_CHECKING:
     from typing import Any
@@ -57,6 +57,10 @@ class _EventShare:
             check(status)
         warn_cuda("cuEventDestroy (last graph use of an Event)", status)
 
+    def drop_unclosed(self, c_event: Any) -> None:
+        """The guard's release once the Event is shared (PyPy): drop the unclosed Event's claim."""
+        self.drop(raise_errors=False)
+
 
 class _EventClaim:
     """A graph node's claim on an Event's ``CUevent`` (from :func:`claim_event`)."""
@@ -92,6 +96,9 @@ def claim_event(event: Event) -> _EventClaim:
         share = event._share
         if share is None:
             share = event._share = _EventShare(event._handle)
+            if getattr(event, "_guard", None) is not None:  # PyPy: the guard drops the claim now
+                drop_guard(event)
+                event._guard = ffi.gc(event._handle, share.drop_unclosed)
             plain = type(event)._plain
             event.__class__ = (
                 _OpenSharedEvent
@@ -108,6 +115,7 @@ def _shared_event_close(self: Event) -> None:
         return
     self._closed = True
     self.__class__ = type(self)._plain
+    drop_guard(self)
     share = self._share
     assert share is not None  # set by claim_event before the class switch
     share.drop(raise_errors=True)

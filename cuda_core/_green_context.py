@@ -17,6 +17,7 @@ of them is garbage collected).
 
 from __future__ import annotations
 
+import functools
 import typing
 import weakref
 from dataclasses import dataclass
@@ -31,9 +32,9 @@ from cuda_core._device_resources import (
     _check_green_ctx_support,
 )
 from cuda_core._errors import check, in_forked_child, warn_cuda
-from cuda_core._stream import _OWNED, _OpenStream
+from cuda_core._stream import _OWNED, _OpenStream, _release_stream
 from cuda_core._stream_options import StreamOptions, _checked_priority
-from cuda_core._utils import as_int_handle, check_or_create_options
+from cuda_core._utils import GUARD_HANDLES, as_int_handle, check_or_create_options
 from cuda_core.typing import _register
 
 if TYPE_CHECKING:
@@ -147,6 +148,8 @@ def _create_green_stream(ctx: Any, options: Any) -> Stream:
     )
     stream: Any = _OpenStream()
     stream._handle = out[0]
+    if GUARD_HANDLES:  # the guard's release keeps the owner alive until it ran
+        stream._guard = ffi.gc(out[0], functools.partial(_release_stream, owner=owner))
     stream._h = as_int_handle(out[0])
     stream._kind = _OWNED
     stream._ctx = ctx

@@ -19,13 +19,11 @@ from cuda_core._context import (
     _bufs,
     _context_of,
     _current_ctx,
-    _pop,
-    _push_if_needed,
     _tls,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
-from cuda_core._event import Event, _new_event, _OpenEvent
+from cuda_core._event import Event, _new_event, _OpenEvent, _wait_on_stream
 from cuda_core._stream_options import (
     _LEAST_PRIORITY,
     StreamOptions,
@@ -34,6 +32,7 @@ from cuda_core._stream_options import (
 )
 from cuda_core._stream_protocol import _stream_address
 from cuda_core._utils import (
+    GUARD_HANDLES,
     Closeable,
     as_int_handle,
     check_or_create_options,
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["Stream"]
 
 _NON_BLOCKING = lib.CU_STREAM_NON_BLOCKING
-_DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 _INTERPROCESS = lib.CU_EVENT_INTERPROCESS
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_stream_create = lib.cc_stream_create
@@ -64,6 +62,7 @@ _cc_last_handle = lib.cc_last_handle
 _cc_status = lib.cc_status
 _cuStreamDestroy = lib.cuStreamDestroy
 _cuStreamSynchronize = lib.cuStreamSynchronize
+_gc = ffi.gc
 _cuEventRecord = lib.cuEventRecord
 
 # Kinds of Stream objects.
@@ -99,6 +98,7 @@ class Stream(Closeable):
         "_nonblocking",
         "_priority",
         "_closed",
+        "_guard",  # an open owned stream's safety net on PyPy (see GUARD_HANDLES)
         "__weakref__",
     )
 
@@ -110,6 +110,7 @@ class Stream(Closeable):
     _nonblocking: bool
     _priority: int
     _closed: bool
+    _guard: Any  # ffi.gc cdata, on PyPy only
     _plain: ClassVar[type[Stream]]  # on the open twin only (see open_class)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -532,6 +533,8 @@ def _create_stream(
         check(status)
     self = _OpenStream() if cls is Stream else open_class(cls, _stream_finalizer)()
     self._handle = b.stream[0]
+    if GUARD_HANDLES and cls is Stream:
+        self._guard = _gc(self._handle, _release_stream)
     self._h = b.stream_int[0]
     self._kind = _OWNED
     self._ctx = ctx
@@ -549,6 +552,8 @@ def _new_default_stream(ctx: Context) -> Stream:
         check(_cc_status())
     self = _OpenStream()
     self._handle = c_stream
+    if GUARD_HANDLES:
+        self._guard = _gc(c_stream, _release_stream)
     self._h = _cc_last_handle()
     self._kind = _OWNED
     self._ctx = ctx
@@ -561,31 +566,20 @@ def _new_default_stream(ctx: Context) -> Stream:
 _stream_finalizer = handle_finalizer(lambda stream: _destroy_stream(stream._handle))
 
 
+def _release_stream(c_stream: Any, owner: object = None) -> None:
+    """The guard's release of an unclosed owned stream (PyPy, see GUARD_HANDLES).
+
+    ``owner`` (a green context's, bound by the guard) stays alive until then.
+    """
+    _destroy_stream(c_stream)  # looked up at call time
+
+
 #: The class of open owned streams (Stream and its open twin share one
 #: layout).  An instance is open: close() makes it a Stream; its close() and
 #: sync() skip the closed check (see open_class).
 _OpenStream = open_class(
-    Stream, _stream_finalizer, **open_handle_methods(Stream, _cuStreamDestroy, _cuStreamSynchronize)
+    Stream,
+    _stream_finalizer,
+    guarded=True,
+    **open_handle_methods(Stream, _cuStreamDestroy, _cuStreamSynchronize, guarded=True),
 )
-
-
-def _wait_on_stream(c_waiter: Any, c_other: Any, c_ctx: Any) -> None:
-    """Make ``c_waiter`` wait for the work queued on ``c_other`` so far.
-
-    A temporary event is created in ``c_ctx`` (the other stream's context;
-    None: the current one), recorded on ``c_other``, waited on, and destroyed
-    (the driver keeps it alive until the wait is resolved).
-    """
-    out = ffi.new("CUevent *")
-    pushed = _push_if_needed(c_ctx)
-    try:
-        check(lib.cuEventCreate(out, _DISABLE_TIMING))
-        c_event = out[0]
-        try:
-            check(lib.cuEventRecord(c_event, c_other))
-            check(lib.cuStreamWaitEvent(c_waiter, c_event, 0))
-        finally:
-            check(lib.cuEventDestroy(c_event))
-    finally:
-        if pushed:
-            _pop()

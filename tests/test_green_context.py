@@ -10,6 +10,9 @@ green contexts run kernels on disjoint SMs.
 
 from __future__ import annotations
 
+import gc
+import warnings
+
 import numpy as np
 import pytest
 
@@ -17,6 +20,7 @@ from cuda_core import (
     Context,
     ContextOptions,
     CUDAError,
+    CUDAWarning,
     Device,
     DeviceResources,
     LaunchConfig,
@@ -418,6 +422,37 @@ def test_context_outlives_close_while_its_stream_is_open(device, sm, kernels):
     assert (np.frombuffer(_to_host(buf.handle, 64 * 4, stream), np.int32) == 5).all()
     buf.close(stream)
     stream.close()
+
+
+@pytest.mark.gpu
+def test_unclosed_green_stream_is_released_before_its_context(device, sm, monkeypatch):
+    import cuda_core._stream as stream_mod
+
+    real = stream_mod._destroy_stream
+    green_alive = []
+
+    def destroy(c_stream):
+        if int(ffi.cast("intptr_t", c_stream)) == address:  # not other tests' garbage
+            green_alive.append(finalizer.alive)  # the green context's finalizer has not run yet
+        real(c_stream)
+
+    monkeypatch.setattr(stream_mod, "_destroy_stream", destroy)
+    groups, _ = sm.split(SMResourceOptions(count=None))
+    ctx = _green(device, groups[0])
+    stream = ctx.create_stream()
+    address = stream.handle
+    finalizer = stream._owner._finalizer  # holds the owner weakly
+    ctx.close()  # the green context is kept: its stream is still open
+    assert finalizer.alive
+    device.set_current()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del stream, ctx
+        for _ in range(3):
+            gc.collect()
+    assert green_alive == [True]  # the stream went first, once
+    assert not finalizer.alive  # then the green context
+    assert [w for w in caught if issubclass(w.category, CUDAWarning)] == []
 
 
 @pytest.mark.gpu
