@@ -32,6 +32,7 @@ from cuda_core._memory._release import (
     _InlinePool,
     _OwnedPoolRelease,
     _Release,
+    open_buffer_close,
 )
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._utils import Closeable, open_class, require_open
@@ -566,7 +567,7 @@ class Buffer(BufferExports, Closeable):
 
 #: The class of open Buffers (Buffer and its open twin share one layout).  An
 #: instance is open: close() makes it a Buffer.
-_OpenBuffer = open_class(Buffer, _buffer_finalizer, close=_close_open_buffer)
+_OpenBuffer = open_class(Buffer, _buffer_finalizer, close=open_buffer_close(Buffer))
 
 
 def _open_buffer_class(cls: type[_B]) -> type[_B]:

@@ -37,6 +37,8 @@ from cuda_core._stream import _as_stream as _stream_accept
 from cuda_core._stream import _OpenStream
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from cuda_core._memory._buffer import Buffer
     from cuda_core._memory._ipc import IPCBufferDescriptor
     from cuda_core._memory._memory_resource import MemoryResource
@@ -73,7 +75,7 @@ def _buffer_finalizer(self: Buffer) -> None:
 
 
 def _close_open_buffer(self: Buffer, stream: _Stream | GraphBuilder | None = None) -> None:
-    # close() of an open buffer; _OpenBuffer's close() (its class says it is open).
+    # close() of an open buffer (its class says it is open): the general path.
     s: _Stream | None
     if stream is None:
         s = None
@@ -89,15 +91,40 @@ def _close_open_buffer(self: Buffer, stream: _Stream | GraphBuilder | None = Non
     self._mr = None
     self._extra = None
     rel = self._release
-    if rel is _InlinePool:  # the common case, inline
-        if s is None:
-            s = self._dstream
-        # _free_order_handle(s), inline (this is the hot path).
-        status = _cuMemFreeAsync(c_ptr, _NULL if s is None or s._closed else s._handle)
+    if rel is _InlinePool:
+        status = _cuMemFreeAsync(c_ptr, _free_order_handle(self._dstream if s is None else s))
         if status:
             check(status, "Buffer.close")
     elif rel is not None:
         rel.run(s)
+
+
+def open_buffer_close(plain: type) -> Callable[..., None]:
+    """Return ``close()`` for the open twin of Buffer class ``plain``.
+
+    The common case, ``close()`` with no stream of a pool allocation the
+    Buffer frees itself (:class:`_InlinePool`), is written out and retypes
+    the object to ``plain`` from the closure, cheaper on CPython than
+    reading ``type(self)._plain``; everything else goes through
+    ``_close_open_buffer``.
+    """
+
+    def close(self: Buffer, stream: _Stream | GraphBuilder | None = None) -> None:
+        if stream is None and self._release is _InlinePool:
+            self._closed = True
+            self.__class__ = plain  # closed: no finalizer needed (see open_class)
+            s = self._dstream
+            status = _cuMemFreeAsync(self._ptr, _NULL if s is None or s._closed else s._handle)
+            self._ptr = 0
+            self._size = 0
+            self._mr = None
+            self._extra = None
+            if status:
+                check(status, "Buffer.close")
+        else:
+            _close_open_buffer(self, stream)
+
+    return close
 
 
 class _Release:
