@@ -84,36 +84,19 @@ def test_subtracting_incomplete_events(device, stream):
         blocker.free()
 
 
-def test_closing_an_event_used_by_a_graph_keeps_its_cuevent(device, stream):
+def _event_in_a_graph(device):
+    """An Event recorded and waited for by a graph: (event, definition, graph, share)."""
     ev = device.create_event()
     gdef = GraphDefinition()
     gdef.record(ev).wait(ev)
     graph = gdef.instantiate()
     share = ev._share
     assert share.claims == 3  # the Event's, the record node's and the wait node's
-    ev.close()
-    assert ev.is_closed
-    with pytest.raises(RuntimeError, match="closed"):
-        ev.handle  # noqa: B018
-    assert share.claims == 2  # closing dropped only the Event's claim
-    for _ in range(3):
-        graph.launch(stream)
-    stream.sync()
-    gdef.close()
-    graph.close()
-    stream.sync()
-    assert _wait_for(lambda: share.claims == 0)  # the last user destroyed it
+    return ev, gdef, graph, share
 
 
-def test_dropping_an_unclosed_event_used_by_a_graph_drops_only_its_claim(device, stream):
-    ev = device.create_event()
-    gdef = GraphDefinition()
-    gdef.record(ev).wait(ev)
-    graph = gdef.instantiate()
-    share = ev._share
-    assert share.claims == 3
-    del ev  # the safety net (a guard on PyPy, __del__ on CPython) drops the Event's claim
-    assert _wait_for(lambda: (gc.collect(), share.claims == 2)[1])  # PyPy's collect() returns None
+def _run_then_release(stream, gdef, graph, share):
+    """Launch the graph without the Event's claim, close it: the last user destroys the event."""
     for _ in range(3):
         graph.launch(stream)
     stream.sync()
@@ -121,6 +104,23 @@ def test_dropping_an_unclosed_event_used_by_a_graph_drops_only_its_claim(device,
     graph.close()
     stream.sync()
     assert _wait_for(lambda: share.claims == 0)
+
+
+def test_closing_an_event_used_by_a_graph_keeps_its_cuevent(device, stream):
+    ev, gdef, graph, share = _event_in_a_graph(device)
+    ev.close()
+    assert ev.is_closed
+    with pytest.raises(RuntimeError, match="closed"):
+        ev.handle  # noqa: B018
+    assert share.claims == 2  # closing dropped only the Event's claim
+    _run_then_release(stream, gdef, graph, share)
+
+
+def test_dropping_an_unclosed_event_used_by_a_graph_drops_only_its_claim(device, stream):
+    ev, gdef, graph, share = _event_in_a_graph(device)
+    del ev  # the safety net (a guard on PyPy, __del__ on CPython) drops the Event's claim
+    assert _wait_for(lambda: (gc.collect(), share.claims == 2)[1])  # PyPy's collect() returns None
+    _run_then_release(stream, gdef, graph, share)
 
 
 def test_unused_events_keep_the_plain_class(device, stream):
