@@ -96,8 +96,7 @@ def claim_event(event: Event) -> _EventClaim:
         share = event._share
         if share is None:
             share = event._share = _EventShare(event._handle)
-            if getattr(event, "_guard", None) is not None:  # PyPy: the guard drops the claim now
-                drop_guard(event)
+            if drop_guard(event):  # PyPy: a new guard drops the Event's claim instead
                 event._guard = ffi.gc(event._handle, share.drop_unclosed)
             plain = type(event)._plain
             event.__class__ = (

@@ -196,12 +196,17 @@ GUARD_HANDLES = sys.implementation.name == "pypy"
 _gc = ffi.gc
 
 
-def drop_guard(obj: Any) -> None:
-    """Detach ``obj._guard`` if set: the caller releases (or hands on) its handle."""
+def drop_guard(obj: Any) -> bool:
+    """Detach ``obj._guard`` if set: the caller releases (or hands on) its handle.
+
+    Returns whether there was a guard to detach.
+    """
     guard = getattr(obj, "_guard", None)
-    if guard is not None:
-        obj._guard = None
-        _gc(guard, None)
+    if guard is None:
+        return False
+    obj._guard = None
+    _gc(guard, None)
+    return True
 
 
 def open_class(

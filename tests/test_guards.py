@@ -108,8 +108,8 @@ def test_dropped_object_is_released_once_by_its_safety_net():
 def test_drop_guard_detaches_once_and_ignores_unguarded_objects():
     _, make, released, _, _ = _guarded_thing()
     obj = make(0x30)
-    drop_guard(obj)
-    drop_guard(obj)  # already detached: nothing happens
+    assert drop_guard(obj) is GUARD_HANDLES  # only PyPy objects carry one
+    assert drop_guard(obj) is False  # already detached: nothing happens
     assert getattr(obj, "_guard", None) is None
     del obj
     _collect()
@@ -118,4 +118,45 @@ def test_drop_guard_detaches_once_and_ignores_unguarded_objects():
     class Unguarded:
         __slots__ = ("_guard",)
 
-    drop_guard(Unguarded())  # no guard set at all: nothing to do
+    assert drop_guard(Unguarded()) is False  # no guard set at all: nothing to do
+
+
+def test_shared_event_dropped_unclosed_gives_up_only_its_claim(monkeypatch):
+    # An event a graph node claims: its safety net (the __del__ of the shared
+    # twin on CPython, a guard moved to the share on PyPy) drops the Event's
+    # claim, never destroys the CUevent the node still uses.
+    import types
+
+    from _helpers import record_calls
+
+    import cuda_core._event as event_mod
+    import cuda_core._event_share as share_mod
+    from cuda_core._event import _OpenEvent, _release_event
+
+    destroyed = record_calls(monkeypatch, event_mod, "_destroy_event")
+    last = []
+
+    def destroy(handle):
+        last.append(_address(handle))
+        return 0
+
+    monkeypatch.setattr(share_mod, "lib", types.SimpleNamespace(cuEventDestroy=destroy))
+    event = _OpenEvent()
+    event._handle = ffi.cast("CUevent", 0x40)
+    if GUARD_HANDLES:
+        event._guard = ffi.gc(event._handle, _release_event)
+    event._ctx = None
+    event._flags = 0
+    event._closed = False
+    event._share = None
+    claim = share_mod.claim_event(event)
+    share = event._share
+    assert share.claims == 2 and type(event) is share_mod._OpenSharedEvent
+    del event
+    _collect()
+    assert share.claims == 1  # the Event's claim went with it
+    assert destroyed == [] and last == []  # the node's claim keeps the CUevent
+    claim.drop()
+    assert share.claims == 0 and last == [0x40]  # the last claim destroyed it, once
+    _collect()
+    assert destroyed == []
