@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Helpers shared by several test files: kernel-free GPU work, a flag-only memory resource."""
+"""Helpers shared by test files: kernel-free GPU work, a flag-only memory resource, stand-ins."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
-from _scripts.hardening_util import StreamBlocker
+from _scripts.hardening_util import StreamBlocker, run_script
 
 from cuda_core import MemoryResource
 from cuda_core._cuda_ffi import ffi, lib
@@ -32,6 +36,24 @@ class RawBuffer:
 
     def free(self):
         check(lib.cuMemFree(self.ptr))
+
+
+def run_over_stand_in(source, script, tmp_dir, timeout=120):
+    """Build ``tests/_scripts/<source>`` into a shared library, run ``tests/_scripts/<script> LIB``.
+
+    For stand-ins of the driver or NVML: skips without a C compiler, fails
+    unless the script exits 0 with a ``RESULT`` line, and returns that result.
+    """
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip(f"no C compiler to build the stand-in {source}")
+    lib_path = os.path.join(str(tmp_dir), "lib" + os.path.splitext(source)[0] + ".so")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_scripts", source)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", lib_path, src], check=True)
+    proc, result = run_script(script, lib_path, timeout=timeout)
+    detail = f"rc={proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0 and result is not None, detail
+    return result
 
 
 class Blocker(StreamBlocker):

@@ -9,28 +9,15 @@ missing symbol, and fork().  The script runs in its own interpreter.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-
 import pytest
-from _scripts.hardening_util import run_script
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from _helpers import run_over_stand_in
 
 
 @pytest.fixture(scope="module")
 def fake_result(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the stand-in NVML")
-    lib_path = tmp_path_factory.mktemp("fake_nvml") / "libfake_nvml.so"
-    src = os.path.join(HERE, "_scripts", "fake_nvml.c")
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib_path), src], check=True)
-    proc, result = run_script("system_fake_nvml.py", str(lib_path), timeout=120)
-    detail = f"rc={proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
-    assert proc.returncode == 0 and result is not None, detail
-    return result
+    return run_over_stand_in(
+        "fake_nvml.c", "system_fake_nvml.py", tmp_path_factory.mktemp("fake_nvml")
+    )
 
 
 def ok(entry):
