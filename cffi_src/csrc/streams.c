@@ -23,29 +23,30 @@ static CUresult cc_leave_ctx(int pushed) {
     return pushed ? cuCtxPopCurrent(&popped) : CUDA_SUCCESS;
 }
 
+/* Leave the context entered for a creation that returned r.  Returns the
+   status to report: r, or the failure to leave after a successful creation,
+   in which case *undo is set and the caller destroys what it created. */
+static CUresult cc_leave_after_create(CUresult r, int pushed, int *undo) {
+    CUresult r2 = cc_leave_ctx(pushed);
+    *undo = r == CUDA_SUCCESS && r2 != CUDA_SUCCESS;
+    return *undo ? r2 : r;
+}
+
 CUresult cc_stream_create(CUcontext ctx, unsigned int flags, int priority, CUstream *out) {
-    int pushed;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    int pushed, undo;
+    CUresult r = cc_enter_ctx(ctx, &pushed);
     if (r != CUDA_SUCCESS) return r;
-    r = cuStreamCreateWithPriority(out, flags, priority);
-    r2 = cc_leave_ctx(pushed);
-    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-        cuStreamDestroy(*out);
-        r = r2;
-    }
+    r = cc_leave_after_create(cuStreamCreateWithPriority(out, flags, priority), pushed, &undo);
+    if (undo) cuStreamDestroy(*out);
     return r;
 }
 
 CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out) {
-    int pushed;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    int pushed, undo;
+    CUresult r = cc_enter_ctx(ctx, &pushed);
     if (r != CUDA_SUCCESS) return r;
-    r = cuEventCreate(out, flags);
-    r2 = cc_leave_ctx(pushed);
-    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-        cuEventDestroy(*out);
-        r = r2;
-    }
+    r = cc_leave_after_create(cuEventCreate(out, flags), pushed, &undo);
+    if (undo) cuEventDestroy(*out);
     return r;
 }
 
@@ -53,28 +54,20 @@ CUresult cc_event_create(CUcontext ctx, unsigned int flags, CUevent *out) {
    current): the context step and the creation in one call. */
 CUresult cc_tex_object_create(CUcontext ctx, CUtexObject *out, const CUDA_RESOURCE_DESC *res,
                               const CUDA_TEXTURE_DESC *tex) {
-    int pushed;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    int pushed, undo;
+    CUresult r = cc_enter_ctx(ctx, &pushed);
     if (r != CUDA_SUCCESS) return r;
-    r = cuTexObjectCreate(out, res, tex, NULL);
-    r2 = cc_leave_ctx(pushed);
-    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-        cuTexObjectDestroy(*out);
-        r = r2;
-    }
+    r = cc_leave_after_create(cuTexObjectCreate(out, res, tex, NULL), pushed, &undo);
+    if (undo) cuTexObjectDestroy(*out);
     return r;
 }
 
 CUresult cc_surf_object_create(CUcontext ctx, CUsurfObject *out, const CUDA_RESOURCE_DESC *res) {
-    int pushed;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    int pushed, undo;
+    CUresult r = cc_enter_ctx(ctx, &pushed);
     if (r != CUDA_SUCCESS) return r;
-    r = cuSurfObjectCreate(out, res);
-    r2 = cc_leave_ctx(pushed);
-    if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-        cuSurfObjectDestroy(*out);
-        r = r2;
-    }
+    r = cc_leave_after_create(cuSurfObjectCreate(out, res), pushed, &undo);
+    if (undo) cuSurfObjectDestroy(*out);
     return r;
 }
 
@@ -107,17 +100,14 @@ CUevent cc_event_new_untimed(CUcontext ctx) {
 static __thread intptr_t cc_last_handle_value;
 
 CUstream cc_stream_new(CUcontext ctx) {
-    int pushed, least = 0, greatest = 0;
+    int pushed, undo, least = 0, greatest = 0;
     CUstream s = NULL;
-    CUresult r = cc_enter_ctx(ctx, &pushed), r2;
+    CUresult r = cc_enter_ctx(ctx, &pushed);
     if (r == CUDA_SUCCESS) {
         r = cuCtxGetStreamPriorityRange(&least, &greatest);
         if (r == CUDA_SUCCESS) r = cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, least);
-        r2 = cc_leave_ctx(pushed);
-        if (r == CUDA_SUCCESS && r2 != CUDA_SUCCESS) {
-            cuStreamDestroy(s);
-            r = r2;
-        }
+        r = cc_leave_after_create(r, pushed, &undo);
+        if (undo) cuStreamDestroy(s);
     }
     if (r != CUDA_SUCCESS) s = NULL;
     cc_last_status = r;
