@@ -2,10 +2,13 @@
 """``python -m cuda_core``: report the package, the libraries and the GPUs.
 
 The report itself always exits 0; what could not be found is said in words.
+``--check`` exits 1 when the driver, a GPU or NVRTC is not usable, for
+scripts and CI; ``--version`` prints the version, ``--help`` the usage.
 """
 
 from __future__ import annotations
 
+import argparse
 import platform
 import sys
 from typing import TYPE_CHECKING
@@ -22,7 +25,7 @@ from cuda_core._loader import (
     nvrtc_version,
     nvvm_version,
 )
-from cuda_core._version import __version__
+from cuda_core._version import UPSTREAM_VERSION, __version__
 from cuda_core.system import Device as SystemDevice
 from cuda_core.system import LibraryNotFoundError as NvmlLibraryNotFoundError
 from cuda_core.system import NvmlError, get_kernel_mode_driver_version
@@ -37,7 +40,8 @@ def _fmt_version(v: Iterable[object]) -> str:
     return ".".join(str(x) for x in v)
 
 
-def _library_lines() -> list[str]:
+def _library_lines(missing: list[str] | None = None) -> list[str]:
+    """The libraries section; the labels of those not found go into ``missing``."""
     lines: list[str] = []
     probes = (
         ("NVRTC", "nvrtc", nvrtc_version),
@@ -50,16 +54,24 @@ def _library_lines() -> list[str]:
             lines.append(f"  {label:<10} {_fmt_version(version())}  {library_path(name)}")
         except CUDAError as exc:
             # All of it: the later lines say what was searched and how to fix it.
+            if missing is not None:
+                missing.append(label)
             first, *rest = str(exc).splitlines() or [""]
             lines.append(f"  {label:<10} not found: {first}")
             lines.extend(f"  {'':<10} {line}" for line in rest)
     return lines
 
 
-def _gpu_lines() -> tuple[list[str], str | None]:
+def _gpu_lines(problems: list[str] | None = None) -> tuple[list[str], str | None]:
+    """The driver section and the driver's CUDA version (None without a driver).
+
+    What makes the GPUs unusable goes into ``problems``.
+    """
+    problems = [] if problems is None else problems
     try:
         load_driver()
     except CUDAError as exc:
+        problems.append("no CUDA driver")
         return [f"  no CUDA driver found: {exc}"], None
     v = format_cuda_version(driver_version())
     head = f"  driver     CUDA {v}  {library_path('driver')}"
@@ -68,10 +80,13 @@ def _gpu_lines() -> tuple[list[str], str | None]:
         try:
             check(status)
         except CUDAError as exc:
+            problems.append(f"no usable GPU ({str(exc).splitlines()[0]})")
             return [head, f"  no usable GPU: {exc}"], v
     count = ffi.new("int *")
     check(lib.cuDeviceGetCount(count))
     lines = [head, f"  GPUs       {count[0]}"]
+    if not count[0]:
+        problems.append("no GPU")
     name = ffi.new("char[256]")
     attr = ffi.new("int *")
     total = ffi.new("size_t *")
@@ -139,24 +154,69 @@ def _nvml_lines() -> list[str]:
 
 def report() -> str:
     """Return the diagnosis report as a string."""
+    return _report([])
+
+
+def _report(problems: list[str]) -> str:
+    """The report; what ``--check`` fails on goes into ``problems``."""
     impl = platform.python_implementation()
     out = [
-        f"cuda_core {__version__}",
+        f"cuda_core {__version__} (the API of NVIDIA cuda.core {UPSTREAM_VERSION})",
         f"Python     {impl} {platform.python_version()} ({sys.executable})",
         "Libraries:",
     ]
-    out.extend(_library_lines())
+    missing: list[str] = []
+    out.extend(_library_lines(missing))
+    if "NVRTC" in missing:
+        problems.append("NVRTC not found")
     out.append("CUDA driver and GPUs:")
-    gpu, _ = _gpu_lines()
+    gpu, _ = _gpu_lines(problems)
     out.extend(gpu)
     out.append("NVML:")
     out.extend(_nvml_lines())
     return "\n".join(out)
 
 
-def main() -> int:
-    """Print the report; exit status 0 whatever was (not) found."""
-    print(report())
+def _parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog="python -m cuda_core",
+        description=(
+            "Report cuda_core's version, the CUDA libraries it finds (NVRTC, nvJitLink, "
+            "libNVVM: where, which version, or what was searched and how to fix it), the "
+            "CUDA driver, the GPUs, and what NVML says about them."
+        ),
+        epilog=(
+            "Without --check the exit status is 0 whatever was found. Libraries: "
+            'pip install "cuda-core-cffi[cu13]" (CUDA 13 driver) or "[cu12]" (CUDA 12).'
+        ),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the report; exit status 0 whatever was found, unless ``--check``."""
+    parser = _parser()
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"cuda_core {__version__} (the API of NVIDIA cuda.core {UPSTREAM_VERSION})",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=(
+            "after the report, exit 1 unless the CUDA driver loads, at least one GPU is "
+            "usable and NVRTC is found (for scripts and CI)"
+        ),
+    )
+    args = parser.parse_args(argv)
+    problems: list[str] = []
+    print(_report(problems))
+    if not args.check:
+        return 0
+    if problems:
+        print(f"check failed: {'; '.join(problems)}")
+        return 1
+    print("check passed: CUDA driver, GPU and NVRTC usable")
     return 0
 
 

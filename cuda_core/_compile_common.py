@@ -8,15 +8,17 @@ reading a compiler's or linker's log.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from typing import TYPE_CHECKING
 
 from cuda_core._context import _current_device_arch
-from cuda_core._errors import CUDAError
+from cuda_core._errors import CUDAError, shown_as
 from cuda_core._errors import read_log as _read_log
 
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Iterator
 
 __all__ = ["read_log"]
 
@@ -130,3 +132,67 @@ def _check_arch(owner: str, arch: object) -> None:
             f"{owner}.arch={arch!r} is not a valid architecture; expected 'sm_<CC>' "
             f"(e.g. 'sm_90', 'sm_90a') or 'compute_<CC>'"
         )
+
+
+# -- hints for a first mistake ------------------------------------------------------
+
+_CPP_MARKERS = ("__global__", "__device__", "#include", 'extern "C"', "template", "namespace ")
+_NOT_CPP = re.compile(
+    r"^\s*(\.(version|target|entry|visible)\b|define\b|declare\b|target\s+(triple|datalayout)\b)",
+    re.MULTILINE,
+)
+_CODE_TYPE_NAMES = {"ptx": "PTX", "nvvm": "NVVM IR"}
+
+
+def looks_like_cpp(code: object) -> bool:
+    """Whether ``code`` (given to a PTX or NVVM program) reads as CUDA C++ source.
+
+    PTX directives, LLVM IR definitions and LLVM bitcode say it is not; a
+    ``__global__``, ``#include`` or ``extern "C"`` says it is.
+    """
+    if isinstance(code, (bytes, bytearray)):
+        if bytes(code[:4]) == b"BC\xc0\xde":  # LLVM bitcode
+            return False
+        code = bytes(code).decode("latin-1")
+    if not isinstance(code, str) or _NOT_CPP.search(code):
+        return False
+    return any(marker in code for marker in _CPP_MARKERS)
+
+
+@contextlib.contextmanager
+def cpp_source_hint(code: object, code_type: str) -> Iterator[None]:
+    """Add "pass code_type='c++'" to a compiler or linker error on C++ source.
+
+    The exception keeps its type, status and message start; a line naming
+    the fix is appended when ``code`` looks like C++ (:func:`looks_like_cpp`).
+    """
+    try:
+        yield
+    except CUDAError as exc:
+        if exc.args and isinstance(exc.args[0], str) and looks_like_cpp(code):
+            exc.args = (
+                f"{exc.args[0]}\nThe code looks like CUDA C++, not "
+                f"{_CODE_TYPE_NAMES.get(code_type, code_type)}: compile it with "
+                "Program(code, code_type='c++').",
+                *exc.args[1:],
+            )
+        raise
+
+
+@shown_as(TypeError)
+class _ArchTypeError(TypeError, AttributeError):
+    """``arch`` of a wrong type: a TypeError, and the AttributeError ``cuda.core`` raises."""
+
+
+def arch_str(owner: str, arch: object) -> str:
+    """Return ``arch`` if it is a str; raise a TypeError saying what it must be.
+
+    Called where ``cuda.core`` calls a string method on the value (its
+    AttributeError), so the error comes at the same moment.
+    """
+    if not isinstance(arch, str):
+        raise _ArchTypeError(
+            f"{owner}.arch must be a str such as 'sm_90' (or 'compute_90'), "
+            f"not {type(arch).__name__} ({arch!r})"
+        )
+    return arch

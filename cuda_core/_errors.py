@@ -455,7 +455,8 @@ def check_nvvm(status: int, prog: Any = None) -> None:
     name = _enum_name("nvvmResult", status, "NVVM_ERROR_UNKNOWN_CODE")
     c_text = lib.nvvmGetErrorString(status)
     text = ffi.string(c_text).decode() if c_text != ffi.NULL else "unknown NVVM error"
-    message = f"{name}: {text}"
+    # libNVVM's "error string" is the status name itself: say it once.
+    message = name if text == name else f"{name}: {text}"
     log = None
     if prog is not None:
         log_text, log_status = read_log(lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog)

@@ -22,6 +22,7 @@ from cuda_core._compile_common import (
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._linker_backend import which_backend
+from cuda_core._loader import install_hint
 from cuda_core._utils import as_list
 from cuda_core.typing import CompilerBackendType
 
@@ -110,10 +111,10 @@ class LinkerOptions:
     prec_div: bool | None = None
     prec_sqrt: bool | None = None
     fma: bool | None = None
-    kernels_used: str | tuple[str] | list[str] | None = None
-    variables_used: str | tuple[str] | list[str] | None = None
+    kernels_used: str | tuple[str, ...] | list[str] | None = None
+    variables_used: str | tuple[str, ...] | list[str] | None = None
     optimize_unused_variables: bool | None = None
-    ptxas_options: str | tuple[str] | list[str] | None = None
+    ptxas_options: str | tuple[str, ...] | list[str] | None = None
     split_compile: int | None = None
     split_compile_extended: int | None = None
     no_cache: bool | None = None
@@ -179,7 +180,10 @@ class LinkerOptions:
         if backend != "nvjitlink":
             raise ValueError(f"as_bytes() only supports 'nvjitlink' backend, got '{backend}'")
         if which_backend(stacklevel=3) is not CompilerBackendType.NVJITLINK:
-            raise RuntimeError("nvJitLink backend is not available")
+            raise RuntimeError(
+                "nvJitLink backend is not available (nvJitLink 12.3 or newer could not be "
+                f"loaded; install it: {install_hint('nvjitlink')})"
+            )
         return self._nvjitlink_flags()
 
     def _nvjitlink_flags(self) -> list[bytes]:

@@ -15,7 +15,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._program_status as _status
-from cuda_core._compile_common import _SUPPORTED_TARGETS, read_log
+from cuda_core._compile_common import _SUPPORTED_TARGETS, arch_str, cpp_source_hint, read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAWarning,
@@ -121,7 +121,7 @@ class Program(Closeable):
         self._code_type = code_type
         self._source = code
         if code_type == "c++":
-            _expect_str(code)
+            _expect_str(code, code_type)
             if options.extra_sources is not None:
                 raise ValueError(
                     "extra_sources is not supported by the NVRTC backend (C++ code_type)"
@@ -131,12 +131,13 @@ class Program(Closeable):
             self._code_bytes = code.encode()  # type: ignore[union-attr]  # a str (checked)
             self._new_nvrtc_program()
         elif code_type == "ptx":
-            _expect_str(code)
+            _expect_str(code, code_type)
             if options.extra_sources is not None:
                 raise ValueError("extra_sources is not supported by the PTX backend.")
             self._ptx = ObjectCode._init(code.encode(), "ptx", name=options.name)  # type: ignore[union-attr]  # a str here: checked in __init__
             self._linker_options = _translate_to_linker_options(options)
-            self._linker = Linker(self._ptx, options=self._linker_options)
+            with cpp_source_hint(code, code_type):
+                self._linker = Linker(self._ptx, options=self._linker_options)
             self._backend = self._linker.backend
         elif code_type == "nvvm":
             if isinstance(code, str):
@@ -330,7 +331,8 @@ class Program(Closeable):
         if self._backend is CompilerBackendType.NVVM:
             if name_expressions:
                 raise ValueError("name_expressions are only supported by the NVRTC backend")
-            return self._compile_nvvm(target_type, logs)
+            with cpp_source_hint(self._source, "nvvm"):
+                return self._compile_nvvm(target_type, logs)
         if name_expressions:
             raise ValueError("name_expressions are only supported by the NVRTC backend")
         if self._linker_used:  # a linker links once; a second compile needs a new one
@@ -338,7 +340,8 @@ class Program(Closeable):
             self._linker = Linker(self._ptx, options=self._linker_options)
         self._linker_used = True
         # Only the PTX backend gets here, and it always has a linker.
-        return self._linker.link(target_type)  # type: ignore[union-attr]  # set for the PTX backend
+        with cpp_source_hint(self._source, "ptx"):
+            return self._linker.link(target_type)  # type: ignore[union-attr]  # set for the PTX backend
 
     def _compile_nvrtc(
         self, target_type: str, name_expressions: tuple[str | bytes, ...], logs: TextIO | None
@@ -346,7 +349,9 @@ class Program(Closeable):
         options = self._options
         flags = options.as_bytes("nvrtc", target_type)
         # arch is a str here: as_bytes() above raises without one.
-        if target_type == "cubin" and options.arch.startswith("compute_"):  # type: ignore[union-attr]
+        if target_type == "cubin" and arch_str("ProgramOptions", options.arch).startswith(
+            "compute_"
+        ):
             raise ValueError(
                 f"ProgramOptions.arch={options.arch!r} is a virtual architecture, which "
                 "produces no cubin; use 'sm_<CC>' for cubin output"
@@ -562,9 +567,12 @@ def _cache_support() -> tuple[type[ProgramCacheResource] | None, Callable[..., o
     return _CACHE_SUPPORT[0] if _CACHE_SUPPORT else (None, None)
 
 
-def _expect_str(code: object) -> None:
+def _expect_str(code: object, code_type: str) -> None:
     if not isinstance(code, str):
-        raise TypeError(f"Expected type str, but got {type(code).__name__}")
+        raise TypeError(
+            f"Expected type str, but got {type(code).__name__}: Program's code parameter "
+            f"takes the source text as a str for code_type={code_type!r}"
+        )
 
 
 @shown_as(ValueError)

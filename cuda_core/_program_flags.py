@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections.abc
 from typing import TYPE_CHECKING
 
+from cuda_core._compile_common import arch_str
 from cuda_core._errors import CUDAError, shown_as
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ def nvvm_flags(options: ProgramOptions) -> list[bytes]:
     ``--numba-debug``, ``-opt``, ``-ftz``, ``-prec-sqrt``, ``-prec-div``,
     ``-fma``.
     """
-    arch = options._arch()
+    arch = arch_str("ProgramOptions", options._arch())
     if arch.startswith("sm_"):
         arch = "compute_" + arch[3:]
     out = [f"-arch={arch}"]

@@ -11,11 +11,14 @@ hands to the linker is mapped onto :class:`~cuda_core.LinkerOptions` here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import collections.abc
+import numbers
+import warnings
+from dataclasses import dataclass, fields
 
 from cuda_core._compile_common import _device_arch, _query_device_arch
 from cuda_core._linker_options import LinkerOptions
-from cuda_core._program_flags import nvrtc_flags, nvvm_flags
+from cuda_core._program_flags import _NVRTC_FLAGS, nvrtc_flags, nvvm_flags
 
 __all__ = ["ProgramOptions"]
 
@@ -32,6 +35,10 @@ class ProgramOptions:
     (``--maxrregcount=<value>``, ``--time=<value>``; a truthy value turns a
     flag on), NVRTC rejects what it cannot parse at compile time, and a
     malformed ``define_macro`` raises RuntimeError when the flags are built.
+    A value of an obviously wrong type is still taken as ``cuda.core``
+    takes it, with a :class:`UserWarning` that names the field, the value
+    and how it is read (``debug="no"`` turns debugging on;
+    ``max_register_count=-1`` is passed on as ``--maxrregcount=-1``).
 
     Attributes
     ----------
@@ -138,7 +145,7 @@ class ProgramOptions:
     debug: bool | None = None
     lineinfo: bool | None = None
     device_code_optimize: bool | None = None
-    ptxas_options: str | list[str] | tuple[str] | None = None
+    ptxas_options: str | list[str] | tuple[str, ...] | None = None
     max_register_count: int | None = None
     ftz: bool | None = None
     prec_sqrt: bool | None = None
@@ -149,9 +156,9 @@ class ProgramOptions:
     link_time_optimization: bool | None = None
     gen_opt_lto: bool | None = None
     define_macro: str | tuple[str, str] | list[str | tuple[str, str]] | None = None
-    undefine_macro: str | list[str] | tuple[str] | None = None
-    include_path: str | list[str] | tuple[str] | None = None
-    pre_include: str | list[str] | tuple[str] | None = None
+    undefine_macro: str | list[str] | tuple[str, ...] | None = None
+    include_path: str | list[str] | tuple[str, ...] | None = None
+    pre_include: str | list[str] | tuple[str, ...] | None = None
     no_source_include: bool | None = None
     std: str | None = None
     builtin_move_forward: bool | None = None
@@ -162,9 +169,9 @@ class ProgramOptions:
     device_int128: bool | None = None
     optimization_info: str | None = None
     no_display_error_number: bool | None = None
-    diag_error: int | list[int] | tuple[int] | None = None
-    diag_suppress: int | list[int] | tuple[int] | None = None
-    diag_warn: int | list[int] | tuple[int] | None = None
+    diag_error: int | list[int] | tuple[int, ...] | None = None
+    diag_suppress: int | list[int] | tuple[int, ...] | None = None
+    diag_warn: int | list[int] | tuple[int, ...] | None = None
     brief_diagnostics: bool | None = None
     time: str | None = None
     split_compile: int | None = None
@@ -193,6 +200,7 @@ class ProgramOptions:
         # the flags render it and the compiler judges it.
         self._name = self.name.encode()  # type: ignore[union-attr]  # None raises, as upstream
         _check_extra_sources(self.extra_sources)
+        _warn_odd_values(self)
         self._arch_error = None
         if self.arch is None:
             self.arch, self._arch_error = _query_device_arch()
@@ -282,6 +290,58 @@ def _translate_to_linker_options(options: ProgramOptions) -> LinkerOptions:
         ptxas_options=options.ptxas_options,
         no_cache=options.no_cache,
     )
+
+
+_BOOL_FIELDS = tuple(f.name for f in fields(ProgramOptions) if f.type == "bool | None")
+_COUNT_FIELDS = ("max_register_count", "split_compile")
+_DIAG_FIELDS = ("diag_error", "diag_suppress", "diag_warn")
+_SPELLING = {field: spelling for field, spelling, _ in _NVRTC_FLAGS}
+# Values no bool field means to get: their truth value is rarely what was meant.
+_NOT_A_BOOL = (str, bytes, bytearray, float, list, tuple, dict, set)
+
+
+def _warn_odd_values(options: ProgramOptions) -> None:
+    """Warn about values of an obviously wrong type, which are kept as given.
+
+    ``cuda.core`` takes them silently; so does this package, but says how
+    each is read, so a typo such as ``debug="no"`` (debugging on) is seen.
+    """
+    for field in _BOOL_FIELDS:
+        value = getattr(options, field)
+        if isinstance(value, _NOT_A_BOOL):
+            _warn(
+                f"ProgramOptions.{field}={value!r} is not a bool; it is read by its truth "
+                f"value, {bool(value)}, as cuda.core reads it. Pass True or False."
+            )
+    for field in _COUNT_FIELDS:
+        value = getattr(options, field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            _warn(
+                f"ProgramOptions.{field}={value!r} is not a non-negative int; it is passed "
+                f"to the compiler as given ({_SPELLING[field]}={value}), as cuda.core does."
+            )
+    for field in _DIAG_FIELDS:
+        value = getattr(options, field)
+        if value is None or _is_int(value):
+            continue
+        items = list(value) if isinstance(value, collections.abc.Sequence) else []
+        if not items or not all(_is_int(v) for v in items):
+            rendered = " ".join(f"{_SPELLING[field]}={v}" for v in items) or "no flag"
+            _warn(
+                f"ProgramOptions.{field}={value!r} is not an int or a list/tuple of int; "
+                f"it is rendered as given ({rendered}), as cuda.core does."
+            )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _warn(message: str) -> None:
+    # _warn <- _warn_odd_values <- __post_init__ <- the dataclass __init__ <- the caller
+    warnings.warn(message, UserWarning, stacklevel=5)
 
 
 def _check_extra_sources(value: object) -> None:

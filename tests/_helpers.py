@@ -112,3 +112,29 @@ class FlagResource(MemoryResource):
     @property
     def device_id(self):
         return self._flags[3]
+
+
+# -- the compilers and the linker: tests that need them skip where they are missing ----
+
+_LIBRARY_LABELS = {"nvrtc": "NVRTC", "nvjitlink": "nvJitLink", "nvvm": "libNVVM"}
+
+
+def library_found(name):
+    """Whether cuda_core can load ``name`` ("nvrtc", "nvjitlink" or "nvvm")."""
+    from cuda_core._errors import CUDAError
+    from cuda_core._loader import ensure_loaded
+
+    try:
+        ensure_loaded(name)
+    except CUDAError:
+        return False
+    return True
+
+
+def needs_library(*names):
+    """A skip mark for a test that needs these libraries (the [cu13]/[cu12] extras)."""
+    missing = [_LIBRARY_LABELS[n] for n in names if not library_found(n)]
+    return pytest.mark.skipif(
+        bool(missing),
+        reason=f"{' and '.join(missing)} not found (pip install -e '.[cu13]' brings them)",
+    )

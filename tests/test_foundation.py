@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from _helpers import needs_library
 from conftest import gpu_status
 
 import cuda_core
@@ -106,6 +107,7 @@ def test_driver_error_unknown_code():
         (6, "NVRTC_ERROR_COMPILATION"),
     ],
 )
+@needs_library("nvrtc")
 def test_nvrtc_error_translation(status, name):
     _loader.ensure_loaded("nvrtc")
     with pytest.raises(NVRTCError) as info:
@@ -134,6 +136,7 @@ def test_nvvm_error_translation():
     assert info.value.name == "NVVM_ERROR_INVALID_IR"
 
 
+@needs_library("nvrtc")
 def test_nvrtc_compile_error_carries_log():
     _loader.ensure_loaded("nvrtc")
     prog = ffi.new("nvrtcProgram *")
@@ -151,6 +154,7 @@ def test_nvrtc_compile_error_carries_log():
         check_nvrtc(lib.nvrtcDestroyProgram(prog))
 
 
+@needs_library("nvjitlink")
 def test_nvjitlink_error_carries_log():
     _loader.ensure_loaded("nvjitlink")
     handle = ffi.new("nvJitLinkHandle *")
@@ -169,6 +173,7 @@ def test_nvjitlink_error_carries_log():
         check_nvjitlink(lib.nvJitLinkDestroy(handle))
 
 
+@needs_library("nvrtc", "nvjitlink")
 def test_libraries_load_from_wheels_with_versions():
     major, minor = _loader.nvrtc_version()
     assert major >= 12 and minor >= 0

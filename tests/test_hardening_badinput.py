@@ -108,6 +108,9 @@ CROSS_FIELD_CASES = [
 ]
 
 
+# ProgramOptions takes odd values as cuda.core does, warning about each one
+# (tests/compile/test_program_option_warnings.py checks those warnings).
+@pytest.mark.filterwarnings(r"ignore:ProgramOptions\.\w+=.*:UserWarning")
 @pytest.mark.parametrize("cls", list(spec.option_classes()), ids=_class_ids())
 def test_option_class_against_value_pool(cls):
     problems, defects, n = [], 0, 0

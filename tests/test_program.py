@@ -203,7 +203,9 @@ def test_unknown_code_type_lists_valid_ones():
 
 
 def test_code_must_be_str_for_cpp():
-    with pytest.raises(TypeError, match="^Expected type str, but got bytes$"):
+    with pytest.raises(
+        TypeError, match="^Expected type str, but got bytes: Program's code parameter"
+    ):
         Program(KERNEL.encode(), "c++", ProgramOptions(arch="sm_90"))
     with pytest.raises(RuntimeError, match="Unsupported code_type='3'"):
         Program(KERNEL, 3, ProgramOptions(arch="sm_90"))  # str()-ed, as in cuda.core

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+from _helpers import needs_library
 from _scripts.hardening_util import package_root
 from conftest import gpu_status
 
@@ -20,6 +21,7 @@ def _readme_example():
     return next(b for b in blocks if "launch(" in b)
 
 
+@needs_library("nvrtc")  # the example compiles before it looks for a GPU
 def test_readme_example_runs(tmp_path):
     script = tmp_path / "readme_example.py"
     script.write_text(_readme_example())

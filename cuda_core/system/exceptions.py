@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """NVML failures as exceptions: one class per ``nvmlReturn_t`` status.
 
-Every class derives from :class:`NvmlError` (and nothing else), carries the
-status in ``.status`` and takes its message from ``nvmlErrorString``; when
+Every class derives from :class:`NvmlError` (and nothing else, except
+:class:`LibraryNotFoundError`, which is also ``cuda_core.LibraryNotFoundError``
+so that one ``except`` catches a missing NVML and a missing CUDA library
+alike), carries the status in ``.status`` and takes its message from ``nvmlErrorString``; when
 NVML itself is not loaded the message comes from a short table of the
 strings NVML returns.  The classes are plain Python, so this module imports
 without NVML, and they pickle (the status is enough to rebuild one).
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import LibraryNotFoundError as _CudaLibraryNotFoundError
 
 __all__ = [
     "AlreadyInitializedError",
@@ -160,14 +163,20 @@ class IrqIssueError(NvmlError):
     """The kernel detected an interrupt problem with a GPU (status 11)."""
 
 
-class LibraryNotFoundError(NvmlError):
+class LibraryNotFoundError(NvmlError, _CudaLibraryNotFoundError):
     """The NVML library (``libnvidia-ml.so.1``) could not be loaded (status 12).
 
-    Raised by cuda_core with a message naming what was searched.
+    Raised by cuda_core with a message naming what was searched.  It is also
+    a :class:`cuda_core.LibraryNotFoundError` (and so a
+    :class:`cuda_core.CUDAError`, with ``code`` 12): ``except
+    cuda_core.LibraryNotFoundError`` catches a missing NVML as well as a
+    missing driver, NVRTC, nvJitLink or libNVVM.
     """
 
     def __init__(self, status: int = 12, message: str | None = None) -> None:
-        super().__init__(status)
+        super().__init__(status)  # NvmlError, then CUDAError with the message
+        self.code = status
+        self.name = "NVML_ERROR_LIBRARY_NOT_FOUND"
         if message is not None:
             self.args = (message,)
 

@@ -40,6 +40,12 @@ _kDLCUDA = int(_dlpack.DLDeviceType.kDLCUDA)
 _kDLCUDAHost = int(_dlpack.DLDeviceType.kDLCUDAHost)
 _kDLCUDAManaged = int(_dlpack.DLDeviceType.kDLCUDAManaged)
 
+# cuda.core's message, then what to pass instead.
+_STREAM_NONE = (
+    "stream=None is ambiguous with view(): pass stream_ptr=-1 for no stream "
+    "synchronization, or stream_ptr=<the address of the stream that will use the data>"
+)
+
 #: The newest DLPack version this package reads and writes.
 DLPACK_VERSION = (_dlpack.DLPACK_MAJOR_VERSION, _dlpack.DLPACK_MINOR_VERSION)
 
@@ -126,13 +132,13 @@ def _view_as_dlpack(view: StridedMemoryView, obj: Any, stream_ptr: Any) -> None:
     if dl_type == _kDLCPU:
         device_id = -1
         if stream_ptr is None:
-            raise BufferError("stream=None is ambiguous with view()")
+            raise BufferError(_STREAM_NONE)
         if stream_ptr == -1:
             stream_ptr = None
     elif dl_type == _kDLCUDA:
         is_device_accessible = True
         if stream_ptr is None:
-            raise BufferError("stream=None is ambiguous with view()")
+            raise BufferError(_STREAM_NONE)
     elif dl_type in (_kDLCUDAHost, _kDLCUDAManaged):
         is_device_accessible = True
     else:
@@ -228,7 +234,7 @@ def _view_as_cai(view: StridedMemoryView, obj: Any, stream_ptr: Any) -> None:
     if cai.get("mask") is not None:
         raise BufferError("mask is not supported")
     if stream_ptr is None:
-        raise BufferError("stream=None is ambiguous with view()")
+        raise BufferError(_STREAM_NONE)
     layout, dtype = _interface_layout(cai)
     ptr, readonly = cai["data"]
     ptr = _as_index(ptr)
