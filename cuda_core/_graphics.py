@@ -255,12 +255,12 @@ class GraphicsResource:
     def close(self, stream: Stream | None = None) -> None:
         """Unregister the resource, unmapping it first if it is mapped.
 
+        Idempotent.  Afterwards :attr:`handle` is 0.
+
         Parameters
         ----------
         stream : Stream, optional
             The stream that orders the unmap, if there is one to do.
-
-        Idempotent.  Afterwards :attr:`handle` is 0.
         """
         if self._closed:
             return
