@@ -78,9 +78,7 @@ def test_every_name_of_a_subpackage_is_in_the_reference(module_name):
     documented = _documented()
     module = importlib.import_module(module_name)
     homes = (module_name, ALSO_DOCUMENTED_AS.get(module_name, module_name))
-    missing = [
-        n for n in module.__all__ if not any(f"{home}.{n}" in documented for home in homes)
-    ]
+    missing = [n for n in module.__all__ if not any(f"{home}.{n}" in documented for home in homes)]
     assert missing == [], f"{module_name}: not in docs/api: {missing}"
     for home in homes:
         assert getattr(importlib.import_module(home), "__all__", None) is not None
