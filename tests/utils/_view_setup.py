@@ -3,33 +3,10 @@
 
 from __future__ import annotations
 
-from cuda_core import Buffer, MemoryResource
+from _helpers import HostMemoryResource  # noqa: F401 (re-exported)
+
 from cuda_core._cuda_ffi import ffi
 from cuda_core._memory import _dlpack
-
-
-class HostMemoryResource(MemoryResource):
-    """Host memory from cffi, enough for views (no driver needed)."""
-
-    def __init__(self):
-        self.live = {}
-
-    def allocate(self, size, *, stream=None):
-        mem = ffi.new("char[]", max(size, 1))
-        ptr = int(ffi.cast("uintptr_t", mem))
-        self.live[ptr] = mem
-        return Buffer.from_handle(ptr, size, mr=self)
-
-    def deallocate(self, ptr, size, *, stream=None):
-        del self.live[ptr]
-
-    @property
-    def is_device_accessible(self):
-        return False
-
-    @property
-    def is_host_accessible(self):
-        return True
 
 
 class Producer:
