@@ -198,6 +198,9 @@ def _check_options(cls, data):
 )
 @SETTINGS
 @given(data=st.data())
+# ProgramOptions takes odd values with a warning each (checked in
+# tests/compile/test_program_option_warnings.py), as cuda.core takes them.
+@pytest.mark.filterwarnings(r"ignore:ProgramOptions\.\w+=.*:UserWarning")
 def test_option_class_properties(cls, data):
     _check_options(cls, data)
 
