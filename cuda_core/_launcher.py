@@ -179,11 +179,11 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
     ``int`` parameter (the kernel reads three bytes of whatever follows) or
     a Python ``float`` -- always an 8-byte double -- for a ``float``
     parameter: pass ``numpy.float32(x)`` there.  A Python ``int`` or
-    ``bool`` for a parameter of 1, 2 or 4 bytes is packed in that width (the
-    bytes the driver reads of ``cuda.core``'s ``intptr_t``), and raises
-    OverflowError where the value fits neither the signed nor the unsigned
-    range of the width (``cuda.core`` truncates it); for 8-byte parameters
-    it is an ``intptr_t``.  The parameter's type is unknown, so an ``int``
+    ``bool`` for a parameter of 1, 2 or 4 bytes is packed in that width (for
+    an ``int``, the bytes the driver reads of ``cuda.core``'s ``intptr_t``),
+    and raises OverflowError where the value fits neither the signed nor the
+    unsigned range of the width (``cuda.core`` truncates it); for 8-byte
+    parameters it is an ``intptr_t``.  The parameter's type is unknown, so an ``int``
     for a ``float`` parameter passes integer bits, as in ``cuda.core``.
     The checks and the choice of width run once per kernel and combination
     of argument types, never per launch.
