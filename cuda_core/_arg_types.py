@@ -39,6 +39,7 @@ import struct
 from typing import TYPE_CHECKING
 
 import cuda_core._slots as _slots
+from cuda_core._errors import shown_as
 from cuda_core._memory._buffer import Buffer
 
 if TYPE_CHECKING:
@@ -273,6 +274,15 @@ def _int_slot(tp: type, width: int) -> _Slot:
     return slot
 
 
+@shown_as(OverflowError)
+class _IntWidthOverflow(OverflowError, ValueError):
+    """A Python int outside the range of its 1-, 2- or 4-byte parameter.
+
+    An OverflowError, and a ValueError as the package's other bad values are
+    (code catching either still works).
+    """
+
+
 def _int_overflow(index: int, slot: _Slot, arg: Any) -> OverflowError | None:
     """Return the OverflowError for a Python int outside its narrow slot's range, else None."""
     width = slot.int_width
@@ -283,7 +293,7 @@ def _int_overflow(index: int, slot: _Slot, arg: Any) -> OverflowError | None:
     value = int(arg)
     if low <= value <= high:
         return None
-    return OverflowError(
+    return _IntWidthOverflow(
         f"kernel argument {index} is {value}, which does not fit its kernel parameter of "
         f"{_plural(width, 'byte')}: a Python int for it must lie in [{low}, {high}] (the "
         f"signed or the unsigned range of {_plural(width, 'byte')})"

@@ -146,8 +146,9 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
         both sizes).
     OverflowError
         If a Python int for an integer parameter of 1, 2 or 4 bytes lies
-        outside both the signed and the unsigned range of that width (the
-        message names the argument's position, the width and the value).
+        outside both the signed and the unsigned range of that width (also
+        a ValueError; the message names the argument's position, the width
+        and the value).
     ValueError
         If a Python int does not fit in ``intptr_t`` (also an
         OverflowError; the message names the argument's position), a
