@@ -117,12 +117,20 @@ def drain() -> None:
     if not lib.cc_released_pending():
         return
     buf = ffi.new("unsigned long long[]", _DRAIN_BATCH)
-    while True:
-        n = lib.cc_take_released(buf, _DRAIN_BATCH)
-        if not n:
-            return
-        for token in ffi.unpack(buf, n):
-            _release_token(token)
+    # A drain may interrupt a stream capture of this thread (a pending call):
+    # the releases are not part of it, so they run in relaxed capture mode.
+    mode = ffi.new("CUstreamCaptureMode *", lib.CU_STREAM_CAPTURE_MODE_RELAXED)
+    relaxed = not lib.cuThreadExchangeStreamCaptureMode(mode)
+    try:
+        while True:
+            n = lib.cc_take_released(buf, _DRAIN_BATCH)
+            if not n:
+                return
+            for token in ffi.unpack(buf, n):
+                _release_token(token)
+    finally:
+        if relaxed:
+            lib.cuThreadExchangeStreamCaptureMode(mode)
 
 
 def live_count() -> int:
@@ -142,27 +150,39 @@ def _release_token(token: int) -> None:
     obj = _LIVE.pop(token, None)
     cls = obj.__class__
     if cls is _Attachment:
-        _release_in_context(obj)
+        atts = [obj]
     elif cls is _ExecAttachments:
         obj.holders -= 1
-        if obj.holders <= 0:
-            for att in obj.atts:
-                _release_in_context(att)
+        if obj.holders > 0:
+            return
+        atts, obj.atts = obj.atts, []
+    else:
+        return
+    del obj
+    _release_in_context(atts)
 
 
-def _release_in_context(att: _Attachment) -> None:
-    """Release ``att`` with its context current (pushed only if another one is)."""
-    pushed = False
-    if att.ctx is not None:
+def _release_in_context(atts: list[_Attachment]) -> None:
+    """Release and let go of ``atts``, each with its context current.
+
+    The context is pushed only if another one is current.  The last
+    reference to an attachment goes while it is pushed, so the owners'
+    finalizers that run at once (CPython) free CUDA objects in it too.
+    """
+    while atts:
+        att = atts.pop()
+        pushed = False
+        if att.ctx is not None:
+            try:
+                pushed = _push_if_needed(att.ctx)
+            except CUDAError:  # the context is gone: release without it (failures warn)
+                pushed = False
         try:
-            pushed = _push_if_needed(att.ctx)
-        except CUDAError:  # the context is gone: release without it (failures warn)
-            pushed = False
-    try:
-        att.release()
-    finally:
-        if pushed:
-            _pop()
+            att.release()
+            del att
+        finally:
+            if pushed:
+                _pop()
 
 
 def _ctx_now() -> Any:

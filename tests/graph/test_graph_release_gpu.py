@@ -1,0 +1,331 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What graph nodes keep alive goes once the last graph using it goes, with no later call.
+
+Each test attaches a Python host callback and a kernel-argument object (a
+pinned Buffer) to graph nodes, holds weak references to both, and lets the
+consumers go one by one.  The last one is usually an executable graph closed
+while a launch of it is held in flight by a stream blocker: CUDA releases
+the attachments only when that launch ends, on a driver thread, after
+``close()`` returned.  Between releasing the blocker (a host write) and the
+check, the tests call nothing of cuda_core: they sleep and collect, and the
+weak references must clear within a second.
+
+The handles of views whose graph is gone read 0, as in cuda.core.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import weakref
+
+import numpy as np
+import pytest
+from _helpers import Blocker
+
+from cuda_core import CUDAError, LaunchConfig, LegacyPinnedMemoryResource, Program, ProgramOptions
+from cuda_core._cuda_ffi import ffi
+from cuda_core.graph import GraphDefinition
+
+pytestmark = pytest.mark.gpu
+
+SRC = r"""
+extern "C" __global__ void bump(int *a) { a[0] += 1; }
+"""
+ONE = LaunchConfig(grid=1, block=1)
+
+
+@pytest.fixture(scope="module")
+def bump():
+    from cuda_core import Device
+
+    dev = Device(0)
+    dev.set_current()
+    code = Program(SRC, "c++", ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    yield code.get_kernel("bump")
+    code.close()
+
+
+def _counter(buf):
+    return np.frombuffer(ffi.buffer(ffi.cast("char *", buf.handle), 4), dtype=np.int32)
+
+
+def _attach(target, kernel, callback=True):
+    """Add a host-callback node (unless ``callback`` is False) and a kernel node to ``target``.
+
+    ``target`` is a GraphDefinition or a node.  Returns the weak references
+    to the callback and to the kernel-argument Buffer, the callback's call
+    list and a view of the counter the kernel bumps.
+    """
+    calls = []
+
+    def cb():
+        calls.append(1)
+
+    arg = LegacyPinnedMemoryResource().allocate(4)
+    count = _counter(arg)
+    count[:] = 0
+    refs = [weakref.ref(arg)]
+    if callback:
+        target.callback(cb).launch(ONE, kernel, arg)
+        refs.append(weakref.ref(cb))
+    else:
+        target.launch(ONE, kernel, arg)
+    return refs, calls, count
+
+
+def _gone(refs, timeout=1.0):
+    """Whether every weak reference cleared within ``timeout`` (sleep and collect only)."""
+    deadline = time.monotonic() + timeout
+    while any(r() is not None for r in refs):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+        gc.collect()
+    return True
+
+
+def _alive(refs, wait=0.2):
+    """Whether every weak reference is still alive after ``wait`` seconds of collecting."""
+    return not _gone_any(refs, wait)
+
+
+def _gone_any(refs, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        gc.collect()
+        if any(r() is None for r in refs):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _close_in_flight(graph, stream):
+    """Launch ``graph`` behind a blocker, close it; return the blocker (release it to finish)."""
+    blocker = Blocker(stream)
+    graph.launch(stream)
+    graph.close()
+    return blocker
+
+
+def _finish(blocker, stream):
+    stream.sync()
+    blocker.free()
+
+
+def test_definition_and_two_executables(device, stream, bump):
+    gdef = GraphDefinition()
+    refs, calls, count = _attach(gdef, bump)
+    exe1 = gdef.instantiate()
+    exe2 = gdef.instantiate()
+    gdef.close()
+    assert _alive(refs)  # both executables keep them
+    exe1.launch(stream)
+    stream.sync()
+    assert calls == [1] and count[0] == 1
+    exe1.close()
+    assert _alive(refs)  # exe2 still does
+    blocker = _close_in_flight(exe2, stream)
+    del exe1, exe2
+    assert _alive(refs)  # the launch in flight does
+    blocker.release()
+    assert _gone(refs)
+    _finish(blocker, stream)
+
+
+def test_executable_dropped_by_the_collector(device, stream, bump):
+    # No close() at all: the last executable goes with the garbage collector.
+    gdef = GraphDefinition()
+    refs, _, _ = _attach(gdef, bump)
+    exe = gdef.instantiate()
+    gdef.close()
+    blocker = Blocker(stream)
+    exe.launch(stream)
+    del exe
+    blocker.release()
+    assert _gone(refs)
+    _finish(blocker, stream)
+
+
+def test_embedded_clone_outlives_the_child_definition(device, stream, bump):
+    child = GraphDefinition()
+    refs, calls, count = _attach(child, bump)
+    parent = GraphDefinition()
+    parent.embed(child)
+    child.close()
+    assert _alive(refs)  # the clone embedded in the parent keeps them
+    exe = parent.instantiate()
+    parent.close()
+    assert _alive(refs)
+    blocker = _close_in_flight(exe, stream)
+    del exe
+    blocker.release()
+    assert _gone(refs)
+    assert calls == [1] and count[0] == 1
+    _finish(blocker, stream)
+
+
+def test_child_graph_node_destroyed(device, stream, bump):
+    child = GraphDefinition()
+    refs, _, _ = _attach(child, bump)
+    parent = GraphDefinition()
+    node = parent.embed(child)
+    view = node.child_graph
+    assert view.handle != 0
+    child.close()
+    exe = parent.instantiate()
+    blocker = Blocker(stream)
+    exe.launch(stream)
+    exe.close()
+    node.destroy()  # the parent's copy goes with its node
+    assert view.handle == 0 and not view.is_valid
+    with pytest.raises(CUDAError, match="CUDA_ERROR_INVALID_VALUE"):
+        view.nodes()
+    del node, view, exe
+    assert _alive(refs)  # the launch in flight keeps them
+    blocker.release()
+    assert _gone(refs)
+    parent.close()
+    _finish(blocker, stream)
+
+
+def test_child_graph_replaced_by_update(device, stream, bump):
+    first = GraphDefinition()
+    refs, _, _ = _attach(first, bump)
+    second = GraphDefinition()
+    later, calls, count = _attach(second, bump)
+    parent = GraphDefinition()
+    node = parent.embed(first)
+    first.close()
+    exe = parent.instantiate()
+    blocker = Blocker(stream)
+    exe.launch(stream)
+    exe.close()
+    node.update(second)  # the old clone goes; the new one keeps ``later``
+    del exe, node
+    blocker.release()
+    assert _gone(refs)
+    assert _alive(later)
+    second.close()
+    exe = parent.instantiate()
+    exe.launch(stream)
+    stream.sync()
+    assert calls == [1] and count[0] == 1
+    parent.close()
+    exe.close()
+    assert _gone(later)
+    _finish(blocker, stream)
+
+
+@pytest.mark.parametrize("kind", ["if_then", "while_loop", "if_else"])
+def test_conditional_bodies(device, stream, bump, kind):
+    gdef = GraphDefinition()
+    cond = gdef.create_condition(default_value=0)
+    node = getattr(gdef, kind)(cond)
+    bodies = node.branches
+    refs, counts = [], []
+    for body in bodies:  # host nodes are not allowed in conditional bodies
+        r, _, count = _attach(body, bump, callback=False)
+        refs += r
+        counts.append(count)
+    exe = gdef.instantiate()
+    blocker = Blocker(stream)
+    exe.launch(stream)
+    exe.close()
+    assert all(b.handle != 0 for b in bodies)
+    node.destroy()  # the bodies go with their node
+    assert all(b.handle == 0 and not b.is_valid for b in bodies)
+    del node, exe
+    assert _alive(refs)  # the launch in flight keeps them
+    blocker.release()
+    assert _gone(refs)
+    if kind == "if_else":  # the condition is 0: the else body ran
+        assert [c[0] for c in counts] == [0, 1]
+    gdef.close()
+    _finish(blocker, stream)
+
+
+def test_node_destroy(device, stream, bump):
+    gdef = GraphDefinition()
+    gone_refs, _, _ = _attach(gdef, bump)
+    kept, _, _ = _attach(gdef, bump)
+    node = next(n for n in gdef.nodes() if type(n).__name__ == "HostCallbackNode")
+    exe = gdef.instantiate()
+    blocker = Blocker(stream)
+    exe.launch(stream)
+    exe.close()
+    # destroy one callback node of the two chains: its own attachment goes
+    # (after the launch), the other chain's stays with the definition.
+    refs_of_node = gone_refs if node.callback is gone_refs[1]() else kept
+    stays = kept if refs_of_node is gone_refs else gone_refs
+    node.destroy()
+    del node, exe
+    blocker.release()
+    assert _gone(refs_of_node[1:])  # the callback of the destroyed node
+    assert _alive(stays)
+    gdef.close()
+    assert _gone(stays)
+    _finish(blocker, stream)
+
+
+def test_whole_graph_update_replaces_attachments(device, stream, bump):
+    old_def = GraphDefinition()
+    old, old_calls, _ = _attach(old_def, bump)
+    new_def = GraphDefinition()
+    new, new_calls, new_count = _attach(new_def, bump)
+    exe = old_def.instantiate()
+    old_def.close()
+    blocker = Blocker(stream)
+    exe.launch(stream)  # in flight with the old attachments
+    exe.update(new_def)
+    blocker.release()
+    assert _gone(old)  # the executable let go of them; the launch ended
+    assert old_calls == [1]
+    new_def.close()
+    assert _alive(new)  # the executable holds the new ones
+    exe.launch(stream)
+    stream.sync()
+    assert new_calls == [1] and new_count[0] == 1
+    blocker2 = _close_in_flight(exe, stream)
+    del exe
+    blocker2.release()
+    assert _gone(new)
+    _finish(blocker, stream)
+    _finish(blocker2, stream)
+
+
+def test_failed_update_keeps_attachments(device, stream, bump):
+    gdef = GraphDefinition()
+    refs, calls, count = _attach(gdef, bump)
+    other = GraphDefinition()
+    other.launch(ONE, bump, LegacyPinnedMemoryResource().allocate(4))  # another topology
+    exe = gdef.instantiate()
+    gdef.close()
+    with pytest.raises(CUDAError, match="Graph update failed"):
+        exe.update(other)
+    other.close()
+    assert _alive(refs, wait=0.3)  # the executable still uses them
+    exe.launch(stream)
+    stream.sync()
+    assert calls == [1] and count[0] == 1
+    blocker = _close_in_flight(exe, stream)
+    del exe
+    blocker.release()
+    assert _gone(refs)
+    _finish(blocker, stream)
+
+
+def test_graph_handle_reads_zero_after_close(device, bump):
+    gdef = GraphDefinition()
+    gdef.launch(ONE, bump, LegacyPinnedMemoryResource().allocate(4))
+    exe = gdef.instantiate()
+    assert exe.handle != 0
+    exe.close()
+    exe.close()  # idempotent
+    assert exe.handle == 0 and exe.is_closed
+    with pytest.raises(RuntimeError, match="closed"):
+        exe.upload(None)
+    gdef.close()
+    gdef.close()
+    with pytest.raises(RuntimeError, match="no longer valid"):
+        gdef.handle  # noqa: B018 - a closed definition (a cuda_core extra) still raises
