@@ -169,9 +169,20 @@ def test_64_releases_at_once_send_one_pending_call(mode):
     tokens = [_hold(o) for o in owners]
     del owners
     before = _stats()
-    # The main thread waits in join(), where it runs no pending call: all
-    # 64 releases happen while the first wakeup is outstanding.
-    _release(tokens)
+
+    def burst():
+        time.sleep(0.1)  # the main thread is asleep by then
+        for token in tokens:
+            lib.cc_user_object_release(ffi.cast("void *", token))
+
+    # The main thread runs no pending call inside time.sleep(): all 64
+    # releases happen while the first wakeup is outstanding.  (Started
+    # right away, the burst could meet the main thread between two
+    # bytecodes, which would run the first wakeup's drain in between.)
+    th = threading.Thread(target=burst)
+    th.start()
+    time.sleep(0.5)
+    th.join()
     assert _wait_until(lambda: all(r() is None for r in refs))
     assert _delta(_stats(), before) == {
         "sent": 1,
