@@ -24,13 +24,16 @@ C thread of the extension, backing off from 1 ms to 100 ms, until one
 succeeds; nothing is stranded meanwhile, and cuda_core still drains at its
 own safe points (node and graph creation, instantiation, ``close()``, ...).
 
-The drain runs on a Python thread, never the driver's.  It releases each
-attachment with the context that was current when the attachment was made
-pushed if another one is current, so claims dropped there and the owners'
-finalizers that run at once (CPython) free CUDA objects in their own
-context, whatever thread or moment the drain runs in.  Because a pending
-call can interrupt any Python code of the main thread, every lock a release
-takes is reentrant (see ``_memory._release`` and ``_event_share``).
+The drain runs on a Python thread, never the driver's.  Each attachment
+records the context current when it was made; the drain makes it current
+(pushing it only if another one is) while it drops the attachment's claims
+and its last reference to the owners, so those releases, and the owners'
+finalizers that run at once (CPython), free CUDA objects in that context
+whatever thread or moment the drain runs in.  It also runs in relaxed
+stream-capture mode, so that interrupting a capture does not invalidate it.
+Because a pending call can interrupt any Python code of the main thread,
+every lock a release takes is reentrant (see ``_memory._release`` and
+``_event_share``), and drains may nest.
 
 The wakeup is turned on when ``cuda_core.graph`` is imported, off at
 interpreter exit (``atexit``: the pending calls left are run by the
