@@ -61,6 +61,9 @@ __all__: list[str] = []
 # token -> what a CUDA user object keeps alive: an _Attachment, an
 # _ExecAttachments, or another object (dropped as it is).
 _LIVE: dict[int, Any] = {}
+# Guards _ExecAttachments.holders (the PyPy drain thread counts down while
+# another thread may count up); reentrant, as a pending call may nest.
+_holders_lock = threading.RLock()
 _DRAIN_BATCH = 256
 _CLAIMS = (_AllocationClaim, _EventClaim)
 
@@ -145,7 +148,8 @@ def live_count() -> int:
 def hold(token: int, obj: object) -> None:
     """Record that the user object of ``token`` keeps ``obj`` alive."""
     if obj.__class__ is _ExecAttachments:
-        obj.holders += 1
+        with _holders_lock:
+            obj.holders += 1
     _LIVE[token] = obj
 
 
@@ -155,8 +159,10 @@ def _release_token(token: int) -> None:
     if cls is _Attachment:
         atts = [obj]
     elif cls is _ExecAttachments:
-        obj.holders -= 1
-        if obj.holders > 0:
+        with _holders_lock:
+            obj.holders -= 1
+            last = obj.holders <= 0
+        if not last:
             return
         atts, obj.atts = obj.atts, []
     else:

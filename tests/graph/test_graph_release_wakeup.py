@@ -11,6 +11,7 @@ tests call nothing of cuda_core: they sleep and collect.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import sys
@@ -207,6 +208,41 @@ def test_failed_wakeup_is_retried(mode):
         "failed": 3,
         "retry_threads": 1,
     }
+
+
+@pytest.mark.skipif(not CPYTHON, reason="the pending-call queue is CPython's")
+def test_full_pending_call_queue_is_retried(mode):
+    if mode != _drain._PENDING_CALL:
+        pytest.skip("the pipe has no queue to fill")
+    noop = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(lambda _: 0)
+    add = ctypes.pythonapi.Py_AddPendingCall
+    add.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    add.restype = ctypes.c_int
+    owner = _Owner()
+    ref = weakref.ref(owner)
+    token = _hold(owner)
+    del owner
+    filled = []
+    before = _stats()
+
+    def fill_then_release():
+        time.sleep(0.1)  # the main thread is asleep: it runs no pending call
+        n = 0
+        while n < 100_000 and add(ctypes.cast(noop, ctypes.c_void_p), None) == 0:
+            n += 1
+        filled.append(n)
+        lib.cc_user_object_release(ffi.cast("void *", token))  # finds the queue full
+
+    th = threading.Thread(target=fill_then_release)
+    th.start()
+    time.sleep(0.5)
+    th.join()
+    if filled[0] >= 100_000:
+        pytest.skip("this interpreter's pending-call queue did not fill")
+    assert _wait_until(lambda: ref() is None)
+    assert _wait_until(lambda: not _stats()["retrying"])
+    delta = _delta(_stats(), before)
+    assert delta["failed"] >= 1 and delta["retry_threads"] == 1 and delta["sent"] == 1
 
 
 def test_releases_coalesce_while_a_wakeup_is_retried(mode):
