@@ -55,10 +55,6 @@ void cc_drain_acknowledge(void);
 void cc_drain_stats(unsigned long long *out4, int *scheduled, int *retrying, int fail_next);
 
 /* Kernel launches (launch.c). */
-CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                   CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
-                   void **params);
 CUresult cc_launch_blob(const char *blob);
 
 /* Streams and events (streams.c). */

@@ -53,9 +53,9 @@ import weakref
 from collections.abc import Iterable
 from typing import Any, Callable
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, warn_cuda
-from cuda_core._utils import as_int_handle
 from cuda_core.graph._drain import _CLAIMS, _Attachment, _release_token, hold
 
 # The graph modules drain at their safe points through this module; tests
