@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A discard is ordered before every later write (``discard_batch``, ``ManagedBuffer.discard``).
+"""No write made after a discard is lost (``discard_batch``, ``ManagedBuffer.discard``).
 
-With driver 580 a batch discard followed by a stream synchronize could
-still take effect after a later write (a device memset, or a write from
-the host), which was then lost.  ``discard_batch`` orders the discard
-before later work itself (see ``_managed_memory_ops._order_after_discard``);
-the GPU test repeats the rewrites many times and counts every lost range.
+With driver 580 a plain batch discard (``cuMemDiscardBatchAsync``)
+followed by a stream synchronize still takes effect after a later write (a
+device memset, or a write from the host), which is then lost.
+``discard_batch`` therefore discards and prefetches to the stream's device
+in one call (``_managed_memory_ops._discard``); the GPU test repeats the
+rewrites many times and counts every lost range.
 ``tests/_scripts/managed_discard_rewrite.py`` and
 ``tests/_scripts/managed_discard_repro.c`` measure the same steps at length.
 """
