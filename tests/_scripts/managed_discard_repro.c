@@ -27,6 +27,19 @@
    fills them from the host, prefetches them to the device, discards them,
    rewrites and checks every byte.  Prints one line:
        RESULT write=.. order=.. iterations=N lost_iterations=K lost_ranges=R
+
+   Measured on an H100 with driver 580.159.04 (lost iterations / iterations,
+   a few seconds each; lost bytes read back 0xAB, the values from before the
+   discard):
+       memset none 513/513 (every range)   host none 121/121 (the first
+       100-300 KiB of the first range written)   host1 none 0/267
+       memset ctxsync 103/150   memset event 119/119   host ctxsync 57/57
+       memset sleep 0/64   host sleep 0/34
+       memset prefetch 2/152   host prefetch 3/122
+       memset discard_prefetch 0/152
+   So the discard takes effect for a while after its stream has completed;
+   no synchronize orders it, a 2 ms wait or the combined discard-and-prefetch
+   call does.  cuda_core's discard_batch uses the combined call.
 */
 #include <dlfcn.h>
 #include <stdint.h>
