@@ -205,8 +205,10 @@ class ManagedBuffer(Buffer):
         """Discard this range's resident pages asynchronously on ``stream`` (CUDA 13+).
 
         The contents are dropped without migration; reading the range before
-        writing or prefetching it again gives indeterminate values.  See
-        :func:`cuda_core.utils.discard_batch` (errors included).
+        writing or prefetching it again gives indeterminate values.  The
+        pages end up resident on the stream's device (a plain discard loses
+        later writes with driver 580).  See
+        :func:`cuda_core.utils.discard_batch` (errors and notes included).
         """
         _managed_memory_ops.discard_one(self, stream)
 
