@@ -11,6 +11,7 @@ An event that graph nodes use is shared instead (see ``_event_share``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +22,11 @@ from cuda_core._errors import (
     CUDAError,
     check,
     check_allowing,
-    destroy_or_warn,
     driver_error,
+    in_forked_child,
     shown_as,
     status_in,
+    warn_cuda,
 )
 from cuda_core._utils import (
     GUARD_HANDLES,
@@ -38,7 +40,7 @@ from cuda_core._utils import (
 )
 
 if TYPE_CHECKING:
-    from typing import ClassVar
+    from typing import Callable, ClassVar
 
     from cuda_core._context import Context
     from cuda_core._device import Device
@@ -70,7 +72,9 @@ _cc_event_new = lib.cc_event_new
 _cc_status = lib.cc_status
 _cuEventDestroy = lib.cuEventDestroy
 _cuEventSynchronize = lib.cuEventSynchronize
+_cc_event_destroy_in = lib.cc_event_destroy_in
 _gc = ffi.gc
+_NULL = ffi.NULL
 
 
 def _check_flag(value: object, field: str, cls_name: str) -> bool:
@@ -107,8 +111,9 @@ class EventOptions:
     Raises
     ------
     TypeError
-        When a field is not a bool, or when ``ipc_enabled`` and
-        ``timing_enabled`` are both set.
+        When a field is not a bool.  Options asking for both ``ipc_enabled``
+        and ``timing_enabled`` construct, as in ``cuda.core``; creating an
+        event with them raises TypeError.
     """
 
     timing_enabled: bool | None = False
@@ -119,8 +124,6 @@ class EventOptions:
         self.timing_enabled = _check_flag(self.timing_enabled, "timing_enabled", "EventOptions")
         self.blocking_sync = _check_flag(self.blocking_sync, "blocking_sync", "EventOptions")
         self.ipc_enabled = _check_flag(self.ipc_enabled, "ipc_enabled", "EventOptions")
-        if self.ipc_enabled and self.timing_enabled:
-            raise TypeError("IPC-enabled events cannot use timing.")
 
 
 @shown_as(CUDAError)
@@ -323,7 +326,7 @@ class Event(Closeable):
         self = _OpenIpcEvent() if cls is Event else open_class(cls, _event_finalizer)()
         self._handle = out[0]
         if GUARD_HANDLES and cls is Event:
-            self._guard = _gc(out[0], _release_event)
+            self._guard = _gc(out[0], _releaser(ctx))
         self._ctx = ctx  # type: ignore[assignment]  # see _ctx
         self._flags = _DISABLE_TIMING | _INTERPROCESS
         if ipc_descriptor._blocking:
@@ -462,8 +465,44 @@ class IPCEventDescriptor:
         return f"<IPCEventDescriptor {self._reserved[:8].hex()}... blocking_sync={self._blocking}>"
 
 
-#: Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
-_destroy_event = destroy_or_warn(lib.cuEventDestroy, "cuEventDestroy (Event finalizer)")
+def _destroy_event(c_event: Any, c_ctx: Any = None) -> None:
+    """Destroy an unclosed event in its context ``c_ctx``; warn on failure (finalizers).
+
+    ``c_ctx`` (a ``CUcontext``, or None for whatever is current) is made
+    current around the destruction, whatever is current on the collecting
+    thread.  In a child created by ``fork()`` the event is the parent's: it
+    is left alone.
+    """
+    if in_forked_child():
+        return
+    status = _cc_event_destroy_in(_NULL if c_ctx is None else c_ctx, c_event)
+    if status:
+        warn_cuda("cuEventDestroy (Event finalizer)", status)
+
+
+def _context_handle(event: Event) -> Any:
+    """The ``CUcontext`` of ``event`` (None when unknown)."""
+    ctx = event._ctx
+    return None if ctx is None else ctx._handle
+
+
+# The guards' releases (PyPy), one per context: ``ffi.gc`` passes only the handle.
+_releasers: dict[int, Callable[[Any], None]] = {}
+
+
+def _releaser(ctx: Context | None) -> Callable[[Any], None]:
+    """Return the guard release (see GUARD_HANDLES) of events in Context ``ctx``."""
+    if ctx is None:
+        return _release_event
+    release = _releasers.get(ctx._h)
+    if release is None:
+        release = _releasers[ctx._h] = functools.partial(_release_event_in, ctx._handle)
+    return release
+
+
+def _release_event_in(c_ctx: Any, c_event: Any) -> None:
+    """The guard's release of an unclosed event of context ``c_ctx``."""
+    _destroy_event(c_event, c_ctx)  # looked up at call time
 
 
 def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
@@ -472,7 +511,9 @@ def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
 
 
 #: ``__del__`` of open events: _destroy_event is looked up at call time.
-_event_finalizer = handle_finalizer(lambda event: _destroy_event(event._handle))
+_event_finalizer = handle_finalizer(
+    lambda event: _destroy_event(event._handle, _context_handle(event))
+)
 
 
 def _release_event(c_event: Any) -> None:
@@ -513,7 +554,7 @@ def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool)
     if cls is Event:
         self = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
         if GUARD_HANDLES:
-            self._guard = _gc(c_event, _release_event)
+            self._guard = _gc(c_event, _releaser(ctx))
     else:
         self = open_class(cls, _event_finalizer)()
     self._handle = c_event
@@ -539,6 +580,8 @@ def _event_flags(options: Any, bound: bool) -> int:
     if opts.ipc_enabled:
         if not bound:
             raise TypeError("IPC-enabled events must be bound; use Stream.record for creation.")
+        if opts.timing_enabled:
+            raise TypeError("IPC-enabled events cannot use timing.")
         flags |= _INTERPROCESS
     return flags
 

@@ -64,6 +64,9 @@ _cuStreamDestroy = lib.cuStreamDestroy
 _cuStreamSynchronize = lib.cuStreamSynchronize
 _gc = ffi.gc
 _cuEventRecord = lib.cuEventRecord
+_cc_current_ctx = lib.cc_current_ctx
+_cc_stream_destroy_in = lib.cc_stream_destroy_in
+_NULL = ffi.NULL
 
 # Kinds of Stream objects.
 _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
@@ -503,8 +506,64 @@ def _as_open_stream(obj: Any, what: str = "stream") -> Stream:
     return obj  # type: ignore[no-any-return]  # a Stream by now
 
 
-#: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
-_destroy_stream = destroy_or_warn(lib.cuStreamDestroy, "cuStreamDestroy (Stream finalizer)")
+def _stream_destroy_bound(c_stream: Any) -> int:
+    """``cuStreamDestroy`` with the stream's own context current (see release.c)."""
+    return _cc_stream_destroy_in(_NULL, c_stream)  # type: ignore[no-any-return]
+
+
+#: Finalizer (from ``_stream_finalizer`` and the guards): destroy an unclosed
+#: owned stream in its own context, whatever is current; warn on failure.
+_destroy_stream = destroy_or_warn(_stream_destroy_bound, "cuStreamDestroy (Stream finalizer)")
+
+# Default-stream tokens bound to a context, by (token, context address).
+_BOUND_TOKENS: dict[tuple[int, int], Stream] = {}
+
+
+def bind_for_release(s: Stream) -> Stream:
+    """Return what to record in ``s``'s place for a later release ordered on it.
+
+    A default-stream token (legacy, per-thread, NULL) names no context: it
+    acts in whichever context is current when used.  A release recorded on
+    one (a Buffer's deallocation stream) gets the token bound to the calling
+    thread's current context instead, so that the release, run later by the
+    garbage collector or a graph drain on any thread, orders on the same
+    stream of the same context.  Other streams, and tokens with no context
+    current, are returned as they are.
+    """
+    if s._h > _MAX_DEFAULT_HANDLE or s._ctx is not None:
+        return s
+    c_ctx = _cc_current_ctx()
+    if not c_ctx:
+        return s
+    key = (s._h, int(ffi.cast("intptr_t", c_ctx)))
+    bound = _BOUND_TOKENS.get(key)
+    if bound is None:
+        bound = _BOUND_TOKENS[key] = Stream._new(s._handle, _BUILTIN, ctx=_context_of(c_ctx))
+    return bound
+
+
+def owning_context(s: Stream | None, query: bool = True) -> Any:
+    """Return the ``CUcontext`` that a release ordered on ``s`` must run in, or None.
+
+    An owned or bound stream's context (see :func:`bind_for_release`); a
+    borrowed stream's, asked of the driver once (only with ``query``: an
+    explicit release leaves a borrowed stream to the driver, which finds its
+    context); None for an unbound default-stream token, a closed borrowed
+    stream and None.
+    """
+    if s is None:
+        return None
+    ctx = s._ctx
+    if ctx is None:
+        if not query or s._h <= _MAX_DEFAULT_HANDLE or s._closed:
+            return None
+        try:
+            ctx = s._ctx = s._query_context()
+        except CUDAError:
+            return None
+        if ctx is None:
+            return None
+    return ctx._handle
 
 
 def _create_stream(

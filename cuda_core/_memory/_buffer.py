@@ -35,6 +35,7 @@ from cuda_core._memory._release import (
     open_buffer_close,
 )
 from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._stream import bind_for_release as _bind
 from cuda_core._utils import Closeable, open_class, require_open
 from cuda_core._utils import as_size as _as_size
 
@@ -157,9 +158,9 @@ class Buffer(BufferExports, Closeable):
             if not isinstance(mr, MemoryResource):
                 raise TypeError(f"mr must be a MemoryResource, not {type(mr).__name__}")
             if stream is not None:
-                s = _as_stream(stream)
+                s = _bind(_as_stream(stream))
             elif mr.is_device_accessible:
-                s = _default_stream()
+                s = _bind(_default_stream())
         self = _open_buffer_class(cls)()
         self._ptr = c_ptr
         self._size = size
@@ -196,6 +197,7 @@ class Buffer(BufferExports, Closeable):
         if not c_ptr:
             self._release = None
             return self
+        stream = _bind(stream)
         if pool is None:
             self._release = _InlinePool
             self._dstream = stream
@@ -323,7 +325,7 @@ class Buffer(BufferExports, Closeable):
         require_open(self, self._closed, "Buffer")
         if stream is None:
             raise TypeError("stream must be a Stream or GraphBuilder, not None")
-        s = _as_stream(stream)
+        s = _bind(_as_stream(stream))
         rel = self._release
         if rel is _InlinePool:
             self._dstream = s

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
+from cuda_core._context import _PRIMARY
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
 from cuda_core._memory import _ipc
@@ -23,7 +24,7 @@ from cuda_core._memory._pool_attributes import _MemPoolAttributes
 from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import _OpenStream
+from cuda_core._stream import _OpenStream, bind_for_release
 from cuda_core._utils import Closeable, as_int_handle, require_open
 from cuda_core._utils import as_size as _as_size
 
@@ -84,7 +85,15 @@ class _MemPool(MemoryResource, Closeable):
         self._attributes = None
         if not hasattr(self, "_ipc_data"):
             self._ipc_data = None
-        self._state = _OwnedPool(c_pool, type(self).__name__) if owned else None
+        if owned:
+            # A device pool's context is the device's primary context; a host
+            # pool's, the context current now (for the collector's destroy).
+            c_ctx = _PRIMARY.get(dev_id) if dev_id >= 0 else None
+            if c_ctx is None:
+                c_ctx = lib.cc_current_ctx() or None
+            self._state = _OwnedPool(c_pool, type(self).__name__, c_ctx)
+        else:
+            self._state = None
         self._pool = c_pool
         # For allocate()'s hot path: the pool while allocating is allowed
         # (None once closed, or for a mapped resource), and the buffer class.
@@ -219,6 +228,8 @@ class _MemPool(MemoryResource, Closeable):
             raise
         if not c_ptr:
             _raise_pool_alloc_error(self, size)
+        if s.__class__ is not _OpenStream:  # a default-stream token gets its context
+            s = bind_for_release(s)
         buf = self._bcls()
         buf._ptr = c_ptr
         buf._size = size
