@@ -207,6 +207,24 @@ class Buffer(BufferExports, Closeable):
             pool.acquire()
         return self
 
+    @classmethod
+    def _from_shared(
+        cls,
+        shared: _SharedRelease,
+        size: int,
+        mr: MemoryResource,
+        ipc_descriptor: IPCBufferDescriptor,
+    ) -> Self:
+        """Another Buffer over an imported mapping (see ``_ipc_imports``); its claim is counted."""
+        self = _open_buffer_class(cls)()
+        self._ptr = shared.ptr
+        self._size = size
+        self._mr = mr
+        self._closed = False
+        self._extra = _Extra(None, ipc_descriptor)
+        self._release = shared
+        return self
+
     @staticmethod
     def from_handle(
         ptr: DevicePointerType,
@@ -280,6 +298,11 @@ class Buffer(BufferExports, Closeable):
         ----
         The descriptor comes from another process; import descriptors only
         from trusted peers.
+
+        Importing the same descriptor again into the same resource returns a
+        new Buffer over the same mapping (the same :attr:`handle`): the
+        memory is mapped once and unmapped when the last of those Buffers is
+        closed, in any order.
         """
         return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)
 

@@ -9,11 +9,12 @@ it when the allocation is freed.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 from cuda_core._context import call_in_context
 from cuda_core._cuda_ffi import lib
-from cuda_core._errors import CUDAError, check, warn_cuda
+from cuda_core._errors import CUDAError, CUDAWarning, check, warn_cuda
 
 __all__: list[str] = []
 
@@ -99,5 +100,9 @@ class _OwnedPool:
             if not self.live:
                 try:
                     call_in_context(self.ctx, self._destroy, False)
-                except CUDAError as exc:
-                    warn_cuda(f"cuMemPoolDestroy of a {self.what} pool", exc.code)
+                except CUDAError as exc:  # the context could not be made current
+                    warnings.warn(
+                        f"cuMemPoolDestroy of a {self.what} pool was skipped: {exc}",
+                        CUDAWarning,
+                        stacklevel=2,
+                    )

@@ -494,7 +494,7 @@ def claim_allocation(buf: Buffer) -> object:
         extra = buf._extra
         return None if extra is None else extra.owner
     with _claims_lock:
-        if rel.__class__ is not _SharedRelease:
+        if not isinstance(rel, _SharedRelease):  # _ipc_imports' subclass is shared already
             rel = buf._release = _SharedRelease(buf)
         rel.claims += 1
     return _AllocationClaim(rel)
