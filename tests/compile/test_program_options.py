@@ -438,7 +438,7 @@ def test_program_accepts_options_instance_dict_and_none(monkeypatch):
 def test_nvvm_accepts_rendered_flags(kwargs, target, flags):
     if target == "LTOIR":
         pytest.skip("Program.compile lowercases the target")
-    from test_program import nvvm_ir
+    from _helpers import nvvm_ir
 
     target = target or "ptx"
     if kwargs.get("numba_debug") and not _nvvm_accepts(b"--numba-debug"):
@@ -450,7 +450,7 @@ def test_nvvm_accepts_rendered_flags(kwargs, target, flags):
 
 def _nvvm_accepts(flag):
     """Whether the loaded libNVVM accepts ``flag`` (asked while verifying a module)."""
-    from test_program import nvvm_ir
+    from _helpers import nvvm_ir
 
     from cuda_core._cuda_ffi import ffi, lib
 
