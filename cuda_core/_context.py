@@ -362,6 +362,12 @@ def call_in_context(c_ctx: Any, fn: Callable[..., _T], *args: Any, **kwargs: Any
             check(_cc_pop_ctx(), "restoring the caller's context")
 
 
+def current_context_or_none() -> Any:
+    """Return the calling thread's current ``CUcontext``, or None (none, or no driver)."""
+    c_ctx = lib.cc_current_ctx()
+    return c_ctx if c_ctx else None
+
+
 def _device_of_ctx(c_ctx: Any) -> int:
     """Return the device ordinal of context ``c_ctx`` (cached per handle)."""
     h = as_int_handle(c_ctx)

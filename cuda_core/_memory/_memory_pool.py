@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
-from cuda_core._context import _PRIMARY
+from cuda_core._context import _PRIMARY, current_context_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
 from cuda_core._memory import _ipc
@@ -90,7 +90,7 @@ class _MemPool(MemoryResource, Closeable):
             # pool's, the context current now (for the collector's destroy).
             c_ctx = _PRIMARY.get(dev_id) if dev_id >= 0 else None
             if c_ctx is None:
-                c_ctx = lib.cc_current_ctx() or None
+                c_ctx = current_context_or_none()
             self._state = _OwnedPool(c_pool, type(self).__name__, c_ctx)
         else:
             self._state = None

@@ -250,13 +250,14 @@ def _child_wrong_class(conn, mr, handle):
         conn.send({"error": repr(exc)})
 
 
-def _child_waits_on_event(conn, mr, desc, event):
+def _child_waits_on_event(conn, mr, desc):
     """Wait for the parent's IPC event, then read the buffer it ordered."""
     try:
         from cuda_core import Device
 
         dev = Device(0)
         dev.set_current()
+        event = conn.recv()  # opened on arrival: a context is current now
         s = dev.create_stream()
         s.wait(event)
         buf = Buffer.from_ipc_descriptor(mr, desc, stream=s)
@@ -278,12 +279,14 @@ def _child_waits_on_event(conn, mr, desc, event):
         conn.send({"error": repr(exc)})
 
 
-def _run_child(target, *args):
+def _run_child(target, *args, send=None):
     ctx = multiprocessing.get_context("spawn")
     parent_conn, child_conn = ctx.Pipe()
     proc = ctx.Process(target=target, args=(child_conn, *args))
     proc.start()
     try:
+        if send is not None:
+            parent_conn.send(send)
         if not parent_conn.poll(TIMEOUT):
             raise AssertionError("the child process did not answer in time")
         result = parent_conn.recv()
@@ -361,11 +364,13 @@ def test_child_maps_a_handle_with_the_wrong_class(device, kind):
 
 @pytest.mark.gpu
 def test_ipc_event_orders_the_child_after_the_parent(device, stream):
+    if not device.properties.ipc_event_supported:
+        pytest.skip("this device does not support IPC events")
     mr = _device_pool(device)
     buf = mr.allocate(SIZE, stream=stream)
     buf.fill(0x42, stream=stream)
     event = stream.record(options=EventOptions(ipc_enabled=True))
-    report = _run_child(_child_waits_on_event, mr, buf.ipc_descriptor, event)
+    report = _run_child(_child_waits_on_event, mr, buf.ipc_descriptor, send=event)
     assert report == {"ipc": True, "done": True, "contents": True, "same": True}
     event.close()
     buf.close()
