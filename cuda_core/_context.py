@@ -44,6 +44,8 @@ __all__ = ["Context"]
 _init_lock = threading.Lock()
 # Retained primary contexts, process-wide: device ordinal -> CUcontext cdata.
 _PRIMARY: dict[int, Any] = {}
+# Contexts a Context object was made for (each checked once by _hold_if_primary).
+_SEEN: set[int] = set()
 # Contexts this process knows the device of (the retained primary contexts
 # and every context a Context object was made for): handle int -> device id.
 _KNOWN_DEVICES: dict[int, int] = {}
@@ -96,8 +98,9 @@ class Context:
         self._device_id = int(device_id)
         self._closed = False
         self._green = None
-        if self._h not in _KNOWN_DEVICES:
-            _KNOWN_DEVICES[self._h] = self._device_id
+        _KNOWN_DEVICES.setdefault(self._h, self._device_id)
+        if self._h not in _SEEN:  # first sight of this context
+            _SEEN.add(self._h)
             _hold_if_primary(c_ctx, self._device_id)
         return self
 

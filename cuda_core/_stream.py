@@ -515,8 +515,8 @@ def _stream_destroy_bound(c_stream: Any) -> int:
 #: owned stream in its own context, whatever is current; warn on failure.
 _destroy_stream = destroy_or_warn(_stream_destroy_bound, "cuStreamDestroy (Stream finalizer)")
 
-# Default-stream tokens bound to a context, by (token, context address).
-_BOUND_TOKENS: dict[tuple[int, int], Stream] = {}
+# Default-stream tokens bound to a context, by (token, CUcontext).
+_BOUND_TOKENS: dict[tuple[int, Any], Stream] = {}
 
 
 def bind_for_release(s: Stream) -> Stream:
@@ -535,35 +535,26 @@ def bind_for_release(s: Stream) -> Stream:
     c_ctx = _cc_current_ctx()
     if not c_ctx:
         return s
-    key = (s._h, int(ffi.cast("intptr_t", c_ctx)))
+    key = (s._h, c_ctx)  # a pointer cdata hashes and compares by address
     bound = _BOUND_TOKENS.get(key)
     if bound is None:
         bound = _BOUND_TOKENS[key] = Stream._new(s._handle, _BUILTIN, ctx=_context_of(c_ctx))
     return bound
 
 
-def owning_context(s: Stream | None, query: bool = True) -> Any:
+def owning_context(s: Stream | None) -> Any:
     """Return the ``CUcontext`` that a release ordered on ``s`` must run in, or None.
 
-    An owned or bound stream's context (see :func:`bind_for_release`); a
-    borrowed stream's, asked of the driver once (only with ``query``: an
-    explicit release leaves a borrowed stream to the driver, which finds its
-    context); None for an unbound default-stream token, a closed borrowed
-    stream and None.
+    An owned or bound stream's context (see :func:`bind_for_release`), or
+    that of the cuda_core Stream a borrowed one wraps; None for an unbound
+    default-stream token, a foreign stream, and None.  The driver is never
+    asked: a foreign stream may be gone by the time its release runs, and
+    its handle must not reach the driver then.
     """
     if s is None:
         return None
     ctx = s._ctx
-    if ctx is None:
-        if not query or s._h <= _MAX_DEFAULT_HANDLE or s._closed:
-            return None
-        try:
-            ctx = s._ctx = s._query_context()
-        except CUDAError:
-            return None
-        if ctx is None:
-            return None
-    return ctx._handle
+    return None if ctx is None else ctx._handle
 
 
 def _create_stream(

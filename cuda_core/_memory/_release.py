@@ -189,7 +189,7 @@ class _Release:
         if stream is None:
             stream = self._recorded_stream()
         call_in_context(
-            owning_context(stream, False), self.mr.deallocate, self.ptr, self.size, stream=stream
+            owning_context(stream), self.mr.deallocate, self.ptr, self.size, stream=stream
         )
 
     def _recorded_stream(self) -> _Stream:
@@ -237,7 +237,7 @@ def _free_in_context(c_ptr: int, stream: _Stream | None) -> int:
     is made current around the free when it is not; otherwise the free runs
     in whatever is current, as the caller chose.
     """
-    c_ctx = owning_context(stream, False)
+    c_ctx = owning_context(stream)
     if c_ctx is None:
         return _cuMemFreeAsync(c_ptr, _free_order_handle(stream))  # type: ignore[no-any-return]
     status: int = _cc_free_async_in(c_ctx, c_ptr, _free_order_handle(stream))
@@ -319,7 +319,7 @@ class _OwnedPoolRelease(_Release):
         if stream.__class__ is _OpenStream:  # an open owned stream names its context
             self._run_here(stream)
         else:
-            call_in_context(owning_context(stream, False), self._run_here, stream)
+            call_in_context(owning_context(stream), self._run_here, stream)
 
     def _run_here(self, stream: _Stream | None) -> None:
         try:

@@ -174,6 +174,37 @@ def test_collected_event_is_destroyed_in_its_context(monkeypatch):
     assert destroyed == [(0xC1, 0x40)]
 
 
+def test_active_primary_context_seen_first_elsewhere_is_retained(monkeypatch):
+    # A context made current by other code: the first Context made for it
+    # retains the device's primary context when that is active (even if the
+    # context's device was looked up before), once.
+    calls = []
+
+    def get_state(device_id, flags, active):
+        active[0] = 1
+        return 0
+
+    def retain(out, device_id):
+        calls.append(device_id)
+        out[0] = ffi.cast("CUcontext", 0xD0)
+        return 0
+
+    monkeypatch.setattr(
+        context_mod,
+        "lib",
+        types.SimpleNamespace(
+            cuDevicePrimaryCtxGetState=get_state, cuDevicePrimaryCtxRetain=retain
+        ),
+    )
+    monkeypatch.setattr(context_mod, "_PRIMARY", {})
+    monkeypatch.setattr(context_mod, "_SEEN", set())
+    monkeypatch.setitem(context_mod._KNOWN_DEVICES, 0xD0, 3)
+    ctx = context_mod.Context._from_ctx(ffi.cast("CUcontext", 0xD0), 3)
+    context_mod.Context._from_ctx(ffi.cast("CUcontext", 0xD0), 3)
+    assert calls == [3] and _address(context_mod._PRIMARY[3]) == 0xD0
+    assert ctx._device_id == 3
+
+
 # --------------------------------------------------------------------------
 # GPU: pop and release, then collect
 # --------------------------------------------------------------------------
