@@ -340,6 +340,22 @@ def _hold_if_primary(c_ctx: Any, device_id: int) -> None:
         pass  # a context that cannot be retained stays as it was
 
 
+def primary_handle(ctx: Context | None) -> Any:
+    """Return ``ctx``'s ``CUcontext`` if it is a retained primary context, else None.
+
+    Only those are made current by the deferred releases: a retained
+    primary context lives as long as the process, while another context (a
+    green context, one that other code created) may be gone by the time a
+    release runs, and making a destroyed context current is undefined.
+    Releases in such a context run in whatever is current, as the driver
+    allows.
+    """
+    if ctx is None or ctx._green is not None:
+        return None
+    c_ctx = _PRIMARY.get(ctx._device_id)
+    return c_ctx if c_ctx is not None and c_ctx == ctx._handle else None
+
+
 def call_in_context(c_ctx: Any, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """Return ``fn(*args, **kwargs)`` run with ``c_ctx`` current (pushed only if it is not).
 
@@ -363,12 +379,6 @@ def call_in_context(c_ctx: Any, fn: Callable[..., _T], *args: Any, **kwargs: Any
     finally:
         if pushed:
             check(_cc_pop_ctx(), "restoring the caller's context")
-
-
-def current_context_or_none() -> Any:
-    """Return the calling thread's current ``CUcontext``, or None (none, or no driver)."""
-    c_ctx = lib.cc_current_ctx()
-    return c_ctx if c_ctx else None
 
 
 def _device_of_ctx(c_ctx: Any) -> int:

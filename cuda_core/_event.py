@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
-from cuda_core._context import _bufs, _context_of, _current_ctx, _pop, _push_if_needed, _tls
+from cuda_core._context import (
+    _bufs,
+    _context_of,
+    _current_ctx,
+    _pop,
+    _push_if_needed,
+    _tls,
+    primary_handle,
+)
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
@@ -481,9 +489,8 @@ def _destroy_event(c_event: Any, c_ctx: Any = None) -> None:
 
 
 def _context_handle(event: Event) -> Any:
-    """The ``CUcontext`` of ``event`` (None when unknown)."""
-    ctx = event._ctx
-    return None if ctx is None else ctx._handle
+    """The ``CUcontext`` to destroy ``event`` in: its retained primary context, else None."""
+    return primary_handle(event._ctx)
 
 
 # The guards' releases (PyPy), one per context: ``ffi.gc`` passes only the handle.
@@ -496,7 +503,9 @@ def _releaser(ctx: Context | None) -> Callable[[Any], None]:
         return _release_event
     release = _releasers.get(ctx._h)
     if release is None:
-        release = _releasers[ctx._h] = functools.partial(_release_event_in, ctx._handle)
+        c_ctx = primary_handle(ctx)  # only a retained primary context is made current
+        release = _release_event if c_ctx is None else functools.partial(_release_event_in, c_ctx)
+        _releasers[ctx._h] = release
     return release
 
 

@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from cuda_core._context import primary_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._event import Event
@@ -99,8 +100,7 @@ def claim_event(event: Event) -> _EventClaim:
     with _share_lock:
         share = event._share
         if share is None:
-            ctx = event._ctx
-            share = event._share = _EventShare(event._handle, None if ctx is None else ctx._handle)
+            share = event._share = _EventShare(event._handle, primary_handle(event._ctx))
             if drop_guard(event):  # PyPy: a new guard drops the Event's claim instead
                 event._guard = ffi.gc(event._handle, share.drop_unclosed)
             plain = type(event)._plain

@@ -20,6 +20,7 @@ from cuda_core._context import (
     _context_of,
     _current_ctx,
     _tls,
+    primary_handle,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
@@ -546,15 +547,15 @@ def owning_context(s: Stream | None) -> Any:
     """Return the ``CUcontext`` that a release ordered on ``s`` must run in, or None.
 
     An owned or bound stream's context (see :func:`bind_for_release`), or
-    that of the cuda_core Stream a borrowed one wraps; None for an unbound
-    default-stream token, a foreign stream, and None.  The driver is never
-    asked: a foreign stream may be gone by the time its release runs, and
-    its handle must not reach the driver then.
+    that of the cuda_core Stream a borrowed one wraps, when it is a retained
+    primary context (see :func:`~cuda_core._context.primary_handle`); None
+    otherwise (an unbound default-stream token, a foreign stream, None).
+    The driver is never asked: a foreign stream may be gone by the time its
+    release runs, and its handle must not reach the driver then.
     """
     if s is None:
         return None
-    ctx = s._ctx
-    return None if ctx is None else ctx._handle
+    return primary_handle(s._ctx)
 
 
 def _create_stream(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
-from cuda_core._context import _PRIMARY, current_context_or_none
+from cuda_core._context import _PRIMARY, _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
 from cuda_core._memory import _ipc
@@ -86,11 +86,14 @@ class _MemPool(MemoryResource, Closeable):
         if not hasattr(self, "_ipc_data"):
             self._ipc_data = None
         if owned:
-            # A device pool's context is the device's primary context; a host
-            # pool's, the context current now (for the collector's destroy).
-            c_ctx = _PRIMARY.get(dev_id) if dev_id >= 0 else None
-            if c_ctx is None:
-                c_ctx = current_context_or_none()
+            # The context the collector destroys the pool in: the retained
+            # primary context of the pool's device, or (a host pool) of the
+            # current context's device.
+            if dev_id < 0:
+                dev_id_now = _current_device_id_or_none()
+                c_ctx = None if dev_id_now is None else _PRIMARY.get(dev_id_now)
+            else:
+                c_ctx = _PRIMARY.get(dev_id)
             self._state = _OwnedPool(c_pool, type(self).__name__, c_ctx)
         else:
             self._state = None

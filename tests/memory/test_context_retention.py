@@ -53,13 +53,19 @@ def _address(cdata):
 # --------------------------------------------------------------------------
 # No GPU: what the releases are handed
 # --------------------------------------------------------------------------
+#: A device ordinal no machine has: the stand-in contexts belong to it, so
+#: that no real release ever picks them up.
+FAKE_DEVICE = 7
+
+
 @pytest.fixture
 def current(monkeypatch):
-    """A stand-in current context (0xC0, device 0): what cc_current_ctx answers."""
+    """A stand-in current context (0xC0), the retained primary context of FAKE_DEVICE."""
     c_ctx = ffi.cast("CUcontext", 0xC0)
     state = types.SimpleNamespace(ctx=c_ctx)
     monkeypatch.setattr(stream_mod, "_cc_current_ctx", lambda: state.ctx)
-    monkeypatch.setitem(context_mod._KNOWN_DEVICES, 0xC0, 0)
+    monkeypatch.setitem(context_mod._KNOWN_DEVICES, 0xC0, FAKE_DEVICE)
+    monkeypatch.setitem(context_mod._PRIMARY, FAKE_DEVICE, c_ctx)
     monkeypatch.setattr(stream_mod, "_BOUND_TOKENS", {})
     return state
 
@@ -75,6 +81,21 @@ def test_default_stream_token_is_bound_to_the_current_context(current):
     assert bind_for_release(real) is real  # a real stream knows its context
     current.ctx = ffi.NULL
     assert bind_for_release(Stream._new(ffi.cast("CUstream", 2), _BUILTIN))._ctx is None
+
+
+def test_only_retained_primary_contexts_are_made_current(current):
+    # Another context (a green one, one other code created) may be destroyed
+    # by the time a release runs: its releases run in whatever is current.
+    current.ctx = ffi.cast("CUcontext", 0xC2)
+    context_mod._KNOWN_DEVICES[0xC2] = FAKE_DEVICE  # the device's primary is 0xC0
+    try:
+        bound = bind_for_release(Stream._new(ffi.cast("CUstream", 1), _BUILTIN))
+        assert _address(bound._ctx._handle) == 0xC2 and owning_context(bound) is None
+        green = context_mod.Context._from_ctx(ffi.cast("CUcontext", 0xC0), FAKE_DEVICE)
+        green._green = object()
+        assert context_mod.primary_handle(green) is None
+    finally:
+        del context_mod._KNOWN_DEVICES[0xC2]
 
 
 def _inline_buffer(dstream, mr=None):
@@ -159,7 +180,9 @@ def test_collected_event_is_destroyed_in_its_context(monkeypatch):
         "_cc_event_destroy_in",
         lambda c_ctx, c_event: destroyed.append((_address(c_ctx), _address(c_event))) or 0,
     )
-    ctx = types.SimpleNamespace(_handle=ffi.cast("CUcontext", 0xC1), _h=0xC1)
+    c_ctx = ffi.cast("CUcontext", 0xC1)
+    monkeypatch.setitem(context_mod._PRIMARY, FAKE_DEVICE + 1, c_ctx)
+    ctx = types.SimpleNamespace(_handle=c_ctx, _h=0xC1, _green=None, _device_id=FAKE_DEVICE + 1)
     event = event_mod._OpenEvent()
     event._handle = ffi.cast("CUevent", 0x40)
     if event_mod.GUARD_HANDLES:
