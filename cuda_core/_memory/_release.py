@@ -356,15 +356,17 @@ class _SharedRelease:
     graph node's.  Whoever drops the last claim frees the memory.
     """
 
-    __slots__ = ("inner", "_ptr", "_stream", "claims")
+    __slots__ = ("inner", "_ptr", "_stream", "_mr", "claims")
     inner: _Release | None
     _ptr: int
     _stream: _Stream | None
+    _mr: MemoryResource | None  # for the context of a collected free (see _release_context)
     claims: int
 
     def __init__(self, buf: Buffer) -> None:
         rel = buf._release
         self._ptr = buf._ptr
+        self._mr = buf._mr
         if rel is _InlinePool:
             self.inner = None
             self._stream = getattr(buf, "_dstream", None)
@@ -445,7 +447,7 @@ class _SharedRelease:
                 if status:
                     check(status, "Buffer.close")
             else:
-                _collect_inline(self._ptr, stream)
+                _collect_inline(self._ptr, stream, self._mr)
         elif raise_errors:
             inner.run(stream)
         else:
