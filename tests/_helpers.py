@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from _scripts.hardening_util import StreamBlocker, run_script
 
-from cuda_core import MemoryResource
+from cuda_core import Buffer, CUDAError, MemoryResource
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import ensure_loaded
@@ -116,6 +116,35 @@ class FlagResource(MemoryResource):
     @property
     def device_id(self):
         return self._flags[3]
+
+
+class HostMemoryResource(MemoryResource):
+    """A Python memory resource handing out host memory (cffi allocations)."""
+
+    def __init__(self, fail_free=False):
+        self.live = {}
+        self.freed = []
+        self.fail_free = fail_free
+
+    def allocate(self, size, *, stream=None):
+        mem = ffi.new("char[]", max(size, 1))
+        ptr = int(ffi.cast("uintptr_t", mem))
+        self.live[ptr] = mem
+        return Buffer.from_handle(ptr, size, mr=self)
+
+    def deallocate(self, ptr, size, *, stream=None):
+        self.freed.append((ptr, size))
+        if self.fail_free:
+            raise CUDAError("simulated deallocation failure")
+        del self.live[ptr]
+
+    @property
+    def is_device_accessible(self):
+        return False
+
+    @property
+    def is_host_accessible(self):
+        return True
 
 
 # Compiler availability, an NVVM IR sample, and the load check of ObjectCode tests.

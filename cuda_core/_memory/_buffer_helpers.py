@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from cuda_core._coerce import as_address, as_int_handle, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as, status_in
 from cuda_core._loader import init_driver
-from cuda_core._utils import as_address, as_int_handle, index_or_none
 
 __all__: list[str] = []
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import require_open
+from cuda_core._lifetime import require_open
 
 __all__: list[str] = []
 

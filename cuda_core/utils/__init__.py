@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from cuda_core._memory._copy_options import CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder
+from cuda_core._memory._copy_with_options import (
+    CopyOptions,
+    MemcpyOverlapMode,
+    MemcpySrcAccessOrder,
+)
 from cuda_core._memory._managed_memory_ops import (
     discard_batch,
     discard_prefetch_batch,

@@ -7,31 +7,16 @@ import dataclasses
 import pathlib
 
 import pytest
+from _helpers import _nvrtc_available, _nvvm_available
 
 from cuda_core import CUDAError, Program, ProgramOptions
-from cuda_core._loader import ensure_loaded, nvrtc_version
+from cuda_core._loader import nvrtc_version
 from cuda_core.typing import CompilerBackendType
 
 KERNEL = 'extern "C" __global__ void k(float *a) { a[threadIdx.x] *= 2.0f; }'
 
 
-def _nvvm_available():
-    try:
-        ensure_loaded("nvvm")
-    except Exception:
-        return False
-    return True
-
-
 needs_nvvm = pytest.mark.skipif(not _nvvm_available(), reason="libNVVM not found")
-
-
-def _nvrtc_available():
-    try:
-        ensure_loaded("nvrtc")
-    except Exception:
-        return False
-    return True
 
 
 requires_nvrtc = pytest.mark.skipif(
