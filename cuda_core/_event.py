@@ -473,12 +473,9 @@ class IPCEventDescriptor:
 
 
 def _destroy_event(c_event: Any, c_ctx: Any = None) -> None:
-    """Destroy an unclosed event in its context ``c_ctx``; warn on failure (finalizers).
+    """Destroy an unclosed event with ``c_ctx`` current (None: as is); warn on failure.
 
-    ``c_ctx`` (a ``CUcontext``, or None for whatever is current) is made
-    current around the destruction, whatever is current on the collecting
-    thread.  In a child created by ``fork()`` the event is the parent's: it
-    is left alone.
+    For the finalizers and guards.  A forked child leaves the parent's event alone.
     """
     if in_forked_child():
         return
@@ -487,24 +484,17 @@ def _destroy_event(c_event: Any, c_ctx: Any = None) -> None:
         warn_cuda("cuEventDestroy (Event finalizer)", status)
 
 
-def _context_handle(event: Event) -> Any:
-    """The ``CUcontext`` to destroy ``event`` in: its retained primary context, else None."""
-    return primary_handle(event._ctx)
-
-
 # The guards' releases (PyPy), one per context: ``ffi.gc`` passes only the handle.
 _releasers: dict[int, Callable[[Any], None]] = {}
 
 
 def _releaser(ctx: Context | None) -> Callable[[Any], None]:
     """Return the guard release (see GUARD_HANDLES) of events in Context ``ctx``."""
-    if ctx is None:
-        return _release_event
-    release = _releasers.get(ctx._h)
+    release = _releasers.get(ctx._h) if ctx is not None else _release_event
     if release is None:
         c_ctx = primary_handle(ctx)  # only a retained primary context is made current
         release = _release_event if c_ctx is None else functools.partial(_release_event_in, c_ctx)
-        _releasers[ctx._h] = release
+        _releasers[ctx._h] = release  # type: ignore[union-attr]  # ctx is not None here
     return release
 
 
@@ -520,7 +510,7 @@ def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
 
 #: ``__del__`` of open events: _destroy_event is looked up at call time.
 _event_finalizer = handle_finalizer(
-    lambda event: _destroy_event(event._handle, _context_handle(event))
+    lambda event: _destroy_event(event._handle, primary_handle(event._ctx))
 )
 
 

@@ -21,7 +21,6 @@ from cuda_core._context import (
     _context_of,
     _current_ctx,
     _tls,
-    primary_handle,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
@@ -63,7 +62,6 @@ _cuStreamDestroy = lib.cuStreamDestroy
 _cuStreamSynchronize = lib.cuStreamSynchronize
 _gc = ffi.gc
 _cuEventRecord = lib.cuEventRecord
-_cc_current_ctx = lib.cc_current_ctx
 _cc_stream_destroy_in = lib.cc_stream_destroy_in
 _NULL = ffi.NULL
 
@@ -513,47 +511,6 @@ def _stream_destroy_bound(c_stream: Any) -> int:
 #: Finalizer (from ``_stream_finalizer`` and the guards): destroy an unclosed
 #: owned stream in its own context, whatever is current; warn on failure.
 _destroy_stream = destroy_or_warn(_stream_destroy_bound, "cuStreamDestroy (Stream finalizer)")
-
-# Default-stream tokens bound to a context, by (token, CUcontext).
-_BOUND_TOKENS: dict[tuple[int, Any], Stream] = {}
-
-
-def bind_for_release(s: Stream) -> Stream:
-    """Return what to record in ``s``'s place for a later release ordered on it.
-
-    A default-stream token (legacy, per-thread, NULL) names no context: it
-    acts in whichever context is current when used.  A release recorded on
-    one (a Buffer's deallocation stream) gets the token bound to the calling
-    thread's current context instead, so that the release, run later by the
-    garbage collector or a graph drain on any thread, orders on the same
-    stream of the same context.  Other streams, and tokens with no context
-    current, are returned as they are.
-    """
-    if s._h > _MAX_DEFAULT_HANDLE or s._ctx is not None:
-        return s
-    c_ctx = _cc_current_ctx()
-    if not c_ctx:
-        return s
-    key = (s._h, c_ctx)  # a pointer cdata hashes and compares by address
-    bound = _BOUND_TOKENS.get(key)
-    if bound is None:
-        bound = _BOUND_TOKENS[key] = Stream._new(s._handle, _BUILTIN, ctx=_context_of(c_ctx))
-    return bound
-
-
-def owning_context(s: Stream | None) -> Any:
-    """Return the ``CUcontext`` that a release ordered on ``s`` must run in, or None.
-
-    An owned or bound stream's context (see :func:`bind_for_release`), or
-    that of the cuda_core Stream a borrowed one wraps, when it is a retained
-    primary context (see :func:`~cuda_core._context.primary_handle`); None
-    otherwise (an unbound default-stream token, a foreign stream, None).
-    The driver is never asked: a foreign stream may be gone by the time its
-    release runs, and its handle must not reach the driver then.
-    """
-    if s is None:
-        return None
-    return primary_handle(s._ctx)
 
 
 def _create_stream(

@@ -37,7 +37,7 @@ from cuda_core._memory._release import (
     open_buffer_close,
 )
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import bind_for_release as _bind
+from cuda_core._stream_release import bind_for_release as _bind
 
 if TYPE_CHECKING:
     from typing import Callable, ClassVar, TypeVar

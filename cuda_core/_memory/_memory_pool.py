@@ -27,7 +27,8 @@ from cuda_core._memory._pool_attributes import _MemPoolAttributes
 from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import _OpenStream, bind_for_release
+from cuda_core._stream import _OpenStream
+from cuda_core._stream_release import bind_for_release
 
 if TYPE_CHECKING:
     from uuid import UUID

@@ -27,7 +27,7 @@ A release that runs later -- the garbage collector's, a PyPy guard's, a
 graph drain's -- may run on any thread, with no context or another one
 current.  Each binds the owning context itself: the context of the stream
 that orders the free (a default-stream token is bound to the context
-current at allocation, :func:`~cuda_core._stream.bind_for_release`), else
+current at allocation, :func:`~cuda_core._stream_release.bind_for_release`), else
 the primary context of the resource's device.  ``cuMemFreeAsync`` does the
 push, the free and the pop in one extension call (``cc_free_async_in``);
 releases of several calls (an owned pool's, a resource's ``deallocate``)
@@ -47,7 +47,8 @@ from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_stream as _stream_accept
-from cuda_core._stream import _OpenStream, owning_context
+from cuda_core._stream import _OpenStream
+from cuda_core._stream_release import owning_context
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -233,7 +234,7 @@ def _free_in_context(c_ptr: int, stream: _Stream | None) -> int:
     """``cuMemFreeAsync`` of ``c_ptr`` on ``stream`` (explicit close); return the status.
 
     The context ``stream`` is bound to, if any (an owned stream's, a bound
-    default-stream token's: see :func:`~cuda_core._stream.owning_context`),
+    default-stream token's: see :func:`~cuda_core._stream_release.owning_context`),
     is made current around the free when it is not; otherwise the free runs
     in whatever is current, as the caller chose.
     """

@@ -34,12 +34,13 @@ from cuda_core import (
 )
 from cuda_core import _context as context_mod
 from cuda_core import _event as event_mod
-from cuda_core import _stream as stream_mod
+from cuda_core import _stream_release as binding_mod
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _release
 from cuda_core._memory._buffer import _OpenBuffer
-from cuda_core._stream import _BORROWED, _BUILTIN, Stream, bind_for_release, owning_context
+from cuda_core._stream import _BORROWED, _BUILTIN, Stream
+from cuda_core._stream_release import bind_for_release, owning_context
 
 MiB = 1 << 20
 BIG = 64 * MiB
@@ -63,10 +64,10 @@ def current(monkeypatch):
     """A stand-in current context (0xC0), the retained primary context of FAKE_DEVICE."""
     c_ctx = ffi.cast("CUcontext", 0xC0)
     state = types.SimpleNamespace(ctx=c_ctx)
-    monkeypatch.setattr(stream_mod, "_cc_current_ctx", lambda: state.ctx)
+    monkeypatch.setattr(binding_mod, "_cc_current_ctx", lambda: state.ctx)
     monkeypatch.setitem(context_mod._KNOWN_DEVICES, 0xC0, FAKE_DEVICE)
     monkeypatch.setitem(context_mod._PRIMARY, FAKE_DEVICE, c_ctx)
-    monkeypatch.setattr(stream_mod, "_BOUND_TOKENS", {})
+    monkeypatch.setattr(binding_mod, "_BOUND_TOKENS", {})
     return state
 
 
