@@ -62,6 +62,8 @@ _cuStreamDestroy = lib.cuStreamDestroy
 _cuStreamSynchronize = lib.cuStreamSynchronize
 _gc = ffi.gc
 _cuEventRecord = lib.cuEventRecord
+_cc_stream_destroy_in = lib.cc_stream_destroy_in
+_NULL = ffi.NULL
 
 # Kinds of Stream objects.
 _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
@@ -501,8 +503,14 @@ def _as_open_stream(obj: Any, what: str = "stream") -> Stream:
     return obj  # type: ignore[no-any-return]  # a Stream by now
 
 
-#: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
-_destroy_stream = destroy_or_warn(lib.cuStreamDestroy, "cuStreamDestroy (Stream finalizer)")
+def _stream_destroy_bound(c_stream: Any) -> int:
+    """``cuStreamDestroy`` with the stream's own context current (see release.c)."""
+    return _cc_stream_destroy_in(_NULL, c_stream)  # type: ignore[no-any-return]
+
+
+#: Finalizer (from ``_stream_finalizer`` and the guards): destroy an unclosed
+#: owned stream in its own context, whatever is current; warn on failure.
+_destroy_stream = destroy_or_warn(_stream_destroy_bound, "cuStreamDestroy (Stream finalizer)")
 
 
 def _create_stream(

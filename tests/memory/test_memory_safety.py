@@ -128,6 +128,7 @@ class _FakeDriver:
 
 @pytest.fixture
 def driver(monkeypatch):
+    _collect()  # earlier tests' garbage goes to the real driver, not to the stand-in
     fake = _FakeDriver()
     monkeypatch.setattr(_memory_pool, "lib", fake)
     monkeypatch.setattr(_owned_pool, "lib", fake)
