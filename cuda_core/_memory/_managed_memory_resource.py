@@ -125,13 +125,7 @@ class ManagedMemoryResourceOptions:
                     f"-1 (host) or None, got {loc}"
                 )
             return
-        try:
-            kind = ManagedMemoryLocationType(kind)
-        except ValueError:
-            raise ValueError(
-                "ManagedMemoryResourceOptions.preferred_location_type must be one of "
-                f"'device', 'host', 'host_numa' or None, got {kind!r}"
-            ) from None
+        kind = ManagedMemoryLocationType(kind)  # "'x' is not a valid ManagedMemoryLocationType..."
         self.preferred_location_type = kind
         if kind is ManagedMemoryLocationType.DEVICE and (loc is None or loc < 0):
             raise ValueError(
