@@ -180,11 +180,18 @@ if not _typing.TYPE_CHECKING:  # type checkers see the imports above
         if module is not None:
             value = getattr(_import_subpackage(module), name)
             globals()[name] = value
+            _seal_read_only()
             return value
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _slots.import_subpackage = _import_subpackage
+
+# Read-only properties fail as on cuda.core's classes (each subpackage does
+# the same at the end of its import).
+from cuda_core._utils import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()
 
 
 def __dir__() -> list[str]:

@@ -186,11 +186,9 @@ class Stream(Closeable):
         return hash(self._h)
 
     def __repr__(self) -> str:
-        if self._closed:
-            return "<Stream (closed)>"
-        kind = ("owned", "borrowed", "default")[self._kind]
-        device = f" device={self._ctx._device_id}" if self._ctx is not None else ""
-        return f"<Stream handle={self._h:#x} {kind}{device}>"
+        # As cuda.core: the stream and its context (0x0 for a closed stream's handle).
+        handle = 0 if self._closed else self._h
+        return f"<Stream handle={handle:#x} context={self._repr_context():#x}>"
 
     def close(self) -> None:
         """Destroy an owned stream, or drop a borrowed stream's foreign owner.
@@ -367,6 +365,19 @@ class Stream(Closeable):
         if ctx is None:
             ctx = self._ctx = self._query_context()
         return ctx
+
+    def _repr_context(self) -> int:
+        """The address of this stream's context for ``repr`` (0 where it cannot be read)."""
+        ctx = self._ctx
+        if ctx is None and not self._closed:
+            try:
+                if self._h <= _MAX_DEFAULT_HANDLE:  # acts in the current context
+                    ctx = _context_of(_current_ctx())
+                else:
+                    ctx = self._event_context()
+            except Exception:  # a repr never raises (no driver, a destroyed context)
+                ctx = None
+        return 0 if ctx is None else ctx._h
 
     def _query_context(self) -> Context | None:
         out = ffi.new("CUcontext *")

@@ -34,6 +34,7 @@ __all__ = [
     "open_class",
     "open_handle_methods",
     "require_open",
+    "seal_read_only",
 ]
 
 
@@ -334,3 +335,51 @@ def handle_finalizer(destroy: Callable[[Any], object]) -> Callable[[Any], None]:
             destroy(self)
 
     return finalizer
+
+
+# A read-only property whose assignment fails as on a ``cuda.core`` (Cython)
+# class: ``AttributeError: attribute 'name' of 'Type' objects is not
+# writable``, the same on CPython and PyPy (whose own texts differ from each
+# other).  Reading it is a plain property read.  (No class docstring: each
+# instance carries the docstring of the property it replaces.)
+class _ReadOnlyProperty(property):
+    _attr_name: str
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise AttributeError(
+            f"attribute '{self._attr_name}' of '{type(obj).__name__}' objects is not writable"
+        )
+
+    def __delete__(self, obj: Any) -> None:
+        self.__set__(obj, None)
+
+
+_SEALED: set[str] = set()
+
+
+def seal_read_only() -> None:
+    """Give every read-only property of cuda_core's imported classes cuda.core's error.
+
+    Walks the ``cuda_core`` modules imported so far (each once) and replaces
+    each ``property`` without setter and deleter defined by one of their
+    classes with a :class:`_ReadOnlyProperty`.  The package face and each
+    lazily imported subpackage call it at the end of their import.
+    """
+    for mod_name, module in list(sys.modules.items()):
+        if module is None or mod_name in _SEALED:
+            continue
+        if mod_name != "cuda_core" and not mod_name.startswith("cuda_core."):
+            continue
+        _SEALED.add(mod_name)
+        for cls in list(vars(module).values()):
+            if isinstance(cls, type) and cls.__module__ == mod_name:
+                _seal_class(cls)
+
+
+def _seal_class(cls: type) -> None:
+    for name, attr in list(vars(cls).items()):
+        if type(attr) is property and attr.fset is None and attr.fdel is None:
+            sealed = _ReadOnlyProperty(attr.fget, None, None, attr.__doc__)
+            sealed._attr_name = name
+            sealed.__doc__ = attr.__doc__
+            type.__setattr__(cls, name, sealed)

@@ -26,6 +26,7 @@ from cuda_core._memory._release import claim_allocation
 from cuda_core._utils import as_address, index_or_none
 from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._types import GraphMemoryType
+from cuda_core.typing import _refuse
 
 __all__: list[str] = []
 
@@ -72,8 +73,10 @@ def _device_id(value: object, what: str) -> int:
 def _memory_type(value: object) -> GraphMemoryType:
     if value is None:
         return GraphMemoryType.DEVICE
+    if not isinstance(value, str):  # the enum would compare it with each value
+        _refuse(GraphMemoryType, value)
     # An unknown value: "'x' is not a valid GraphMemoryType. Must be ...", as cuda.core.
-    return GraphMemoryType(value)  # type: ignore[arg-type]
+    return GraphMemoryType(value)
 
 
 def _as_address(value: object, what: str) -> int:
