@@ -65,6 +65,7 @@ from cuda_core._errors import (
 from cuda_core._event import Event, EventOptions
 from cuda_core._green_context import ContextOptions
 from cuda_core._host import Host
+from cuda_core._install import install_as_cuda_core
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig
 from cuda_core._launcher import launch
@@ -128,6 +129,7 @@ __all__ = [
     "GraphicsResource",
     "GraphMemoryResource",
     "Host",
+    "install_as_cuda_core",
     "Kernel",
     "launch",
     "LaunchConfig",

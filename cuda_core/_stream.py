@@ -36,6 +36,7 @@ from cuda_core._utils import (
     Closeable,
     as_int_handle,
     check_or_create_options,
+    driver_handle,
     handle_finalizer,
     index_or_none,
     open_class,
@@ -320,14 +321,16 @@ class Stream(Closeable):
 
         Parameters
         ----------
-        handle : int
-            The stream address.
+        handle : int or CUstream
+            The stream address (or a ``cuda.bindings`` ``CUstream``).
 
         Returns
         -------
         Stream
         """
         address = index_or_none(handle)
+        if address is None:
+            address = driver_handle(handle, "CUstream")  # a cuda.bindings CUstream
         if address is None:
             raise TypeError(
                 f"handle must be an int (a stream address), not {type(handle).__name__}"
@@ -476,8 +479,9 @@ def _as_stream(obj: object, what: str = "stream") -> Stream:
     """Return ``obj`` as a Stream.
 
     Accepts a :class:`Stream`, a :class:`~cuda_core.graph.GraphBuilder` (its
-    stream), or any object implementing ``__cuda_stream__`` (wrapped as a
-    borrowed Stream that keeps ``obj`` alive).
+    stream), or any object implementing ``__cuda_stream__`` or a
+    ``cuda.bindings`` ``CUstream`` (wrapped as a borrowed Stream that keeps
+    ``obj`` alive).
 
     Raises
     ------
@@ -497,6 +501,9 @@ def _as_stream(obj: object, what: str = "stream") -> Stream:
         return stream
     if hasattr(obj, "__cuda_stream__"):
         return Stream._wrap(obj)
+    address = driver_handle(obj, "CUstream")  # a cuda.bindings CUstream without the protocol
+    if address is not None:
+        return Stream._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
     raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
 
 

@@ -50,7 +50,7 @@ LAYERS = [
     ("linker and program", ["_linker", "_linker_*", "_program", "_program_*", "_compile_common"]),
     ("utils and graph", ["utils", "utils.*", "graph", "graph.*"]),
     ("Device", ["_device", "_device_properties", "_device_textures"]),
-    ("package face", ["", "__main__"]),
+    ("package face", ["", "__main__", "_install"]),
 ]
 
 # Packages beside the stack: (names, the highest layer they may import).
