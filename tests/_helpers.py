@@ -11,9 +11,13 @@ import numpy as np
 import pytest
 from _scripts.hardening_util import StreamBlocker, run_script
 
-from cuda_core import MemoryResource
+from cuda_core import Buffer, CUDAError, MemoryResource
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._loader import ensure_loaded
+
+# The repository root (the folder holding tests/, benchmarks/, examples/).
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class RawBuffer:
@@ -112,3 +116,121 @@ class FlagResource(MemoryResource):
     @property
     def device_id(self):
         return self._flags[3]
+
+
+class HostMemoryResource(MemoryResource):
+    """A Python memory resource handing out host memory (cffi allocations)."""
+
+    def __init__(self, fail_free=False):
+        self.live = {}
+        self.freed = []
+        self.fail_free = fail_free
+
+    def allocate(self, size, *, stream=None):
+        mem = ffi.new("char[]", max(size, 1))
+        ptr = int(ffi.cast("uintptr_t", mem))
+        self.live[ptr] = mem
+        return Buffer.from_handle(ptr, size, mr=self)
+
+    def deallocate(self, ptr, size, *, stream=None):
+        self.freed.append((ptr, size))
+        if self.fail_free:
+            raise CUDAError("simulated deallocation failure")
+        del self.live[ptr]
+
+    @property
+    def is_device_accessible(self):
+        return False
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+
+# Compiler availability, an NVVM IR sample, and the load check of ObjectCode tests.
+
+
+def _nvvm_available():
+    try:
+        ensure_loaded("nvvm")
+    except Exception:
+        return False
+    return True
+
+
+def _nvrtc_available():
+    try:
+        ensure_loaded("nvrtc")
+    except Exception:
+        return False
+    return True
+
+
+_DATALAYOUT = (
+    "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-"
+    "f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
+)
+
+
+def nvvm_ir(kernel="simple"):
+    """A small NVVM IR module (LLVM text, typed pointers) with one kernel."""
+    ensure_loaded("nvvm")
+    v = ffi.new("int[4]")
+    assert lib.nvvmIRVersion(v, v + 1, v + 2, v + 3) == 0
+    return f"""target triple = "nvptx64-nvidia-cuda"
+target datalayout = "{_DATALAYOUT}"
+
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+
+define void @{kernel}(float* %data, float %factor) {{
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %ctaid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %base = mul i32 %ctaid, %ntid
+  %i = add i32 %base, %tid
+  %idx = zext i32 %i to i64
+  %p = getelementptr inbounds float, float* %data, i64 %idx
+  %v = load float, float* %p, align 4
+  %r = fmul float %v, %factor
+  store float %r, float* %p, align 4
+  ret void
+}}
+
+!nvvm.annotations = !{{!0}}
+!0 = !{{void (float*, float)* @{kernel}, !"kernel", i32 1}}
+!nvvmir.version = !{{!1}}
+!1 = !{{i32 {v[0]}, i32 {v[1]}, i32 {v[2]}, i32 {v[3]}}}
+"""
+
+
+def _kernel_module():
+    try:
+        import cuda_core._kernel as kernel_mod
+    except ImportError:
+        return None
+    return kernel_mod
+
+
+def _check_loads(obj, name):
+    """Load ``obj`` and find kernel ``name`` (via Kernel when _kernel.py exists)."""
+    handle = obj.handle
+    assert isinstance(handle, int) and handle != 0
+    assert obj.handle == handle  # loaded once
+    assert "handle=0x" in repr(obj)
+    kernel_mod = _kernel_module()
+    if kernel_mod is None:
+        from cuda_core._cuda_ffi import ffi, lib
+        from cuda_core._errors import check
+
+        out = ffi.new("CUkernel *")
+        symbol = obj.symbol_mapping.get(name, name)
+        symbol = symbol.encode() if isinstance(symbol, str) else symbol
+        check(lib.cuLibraryGetKernel(out, obj._library(), symbol))
+        assert out[0] != ffi.NULL
+        return None
+    kernel = obj.get_kernel(name)
+    assert isinstance(kernel, kernel_mod.Kernel)
+    return kernel

@@ -4,6 +4,7 @@ bad-input tests (see badinput_spec.py for the rules they apply)."""
 
 from __future__ import annotations
 
+from _scripts import badinput_args as args_spec
 from _scripts import badinput_spec as spec
 
 from cuda_core import Buffer, LibraryNotFoundError, Stream, launch
@@ -48,7 +49,7 @@ class FakeResource:
 
 def check_from_handle(ptr, size, mr=None, owner=None, stream=None):
     """Call Buffer.from_handle and judge it; return a problem or None."""
-    verdict = spec.from_handle_verdict(ptr, size, mr, owner, stream)
+    verdict = args_spec.from_handle_verdict(ptr, size, mr, owner, stream)
     call = f"Buffer.from_handle({ptr!r}, {size!r}, mr={mr!r}, owner={owner!r}, stream={stream!r})"
     try:
         buf = Buffer.from_handle(ptr, size, mr=mr, owner=owner, stream=stream)
@@ -113,7 +114,7 @@ def run_valid(m, fn):
 
 
 def check_fill(m, buf, value):
-    verdict = spec.fill_verdict(value, buf.size)
+    verdict = args_spec.fill_verdict(value, buf.size)
     call = f"fill({value!r}) on {buf.size} bytes"
     try:
         problem = run_valid(m, lambda: buf.fill(value, stream=m.stream))
@@ -129,7 +130,7 @@ def check_fill(m, buf, value):
 
 
 def check_launch(stream, cfg, kernel, args, count_checked):
-    verdict = spec.launch_verdict(args, count_checked)
+    verdict = args_spec.launch_verdict(args, count_checked)
     call = f"launch(sink, *{args!r})"
     try:
         launch(stream, cfg, kernel, *args)

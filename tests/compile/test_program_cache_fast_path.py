@@ -14,7 +14,7 @@ import os
 import time
 
 import pytest
-from test_program import _nvrtc_available
+from _helpers import _nvrtc_available
 
 import cuda_core._loader as loader
 from cuda_core import ProgramOptions

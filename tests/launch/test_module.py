@@ -9,8 +9,8 @@ import re
 import warnings
 
 import pytest
+from _helpers import _check_loads, _nvrtc_available
 from conftest import gpu_status
-from test_program import _nvrtc_available
 
 from cuda_core import (
     CUDAError,
@@ -155,36 +155,6 @@ def test_loading_without_driver_raises_clearly():
 
 
 # -- GPU: loading and kernels ----------------------------------------------------------
-
-
-def _kernel_module():
-    try:
-        import cuda_core._kernel as kernel_mod
-    except ImportError:
-        return None
-    return kernel_mod
-
-
-def _check_loads(obj, name):
-    """Load ``obj`` and find kernel ``name`` (via Kernel when _kernel.py exists)."""
-    handle = obj.handle
-    assert isinstance(handle, int) and handle != 0
-    assert obj.handle == handle  # loaded once
-    assert "handle=0x" in repr(obj)
-    kernel_mod = _kernel_module()
-    if kernel_mod is None:
-        from cuda_core._cuda_ffi import ffi, lib
-        from cuda_core._errors import check
-
-        out = ffi.new("CUkernel *")
-        symbol = obj.symbol_mapping.get(name, name)
-        symbol = symbol.encode() if isinstance(symbol, str) else symbol
-        check(lib.cuLibraryGetKernel(out, obj._library(), symbol))
-        assert out[0] != ffi.NULL
-        return None
-    kernel = obj.get_kernel(name)
-    assert isinstance(kernel, kernel_mod.Kernel)
-    return kernel
 
 
 @requires_nvrtc

@@ -21,11 +21,12 @@ import subprocess
 import sys
 
 import pytest
+from _helpers import CHECKOUT
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core.system._nvml import struct_version
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = CHECKOUT
 
 
 def _builder():

@@ -8,6 +8,7 @@ import threading
 import warnings
 
 import pytest
+from _helpers import _nvrtc_available, _nvvm_available, nvvm_ir
 
 from cuda_core import (
     CUDAError,
@@ -18,7 +19,6 @@ from cuda_core import (
     ProgramOptions,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._loader import ensure_loaded
 from cuda_core.typing import CompilerBackendType, PCHStatusType
 
 ELF_MAGIC = b"\x7fELF"
@@ -39,68 +39,12 @@ namespace ns { template <int N> __global__ void fill(int *p) { p[threadIdx.x] = 
 """
 
 
-def _nvvm_available():
-    try:
-        ensure_loaded("nvvm")
-    except Exception:
-        return False
-    return True
-
-
-def _nvrtc_available():
-    try:
-        ensure_loaded("nvrtc")
-    except Exception:
-        return False
-    return True
-
-
 pytestmark = pytest.mark.skipif(
     not _nvrtc_available(), reason='NVRTC not found (pip install "cuda-core-cffi[cu13]")'
 )
 
 
 needs_nvvm = pytest.mark.skipif(not _nvvm_available(), reason="libNVVM not found")
-
-
-_DATALAYOUT = (
-    "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-"
-    "f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
-)
-
-
-def nvvm_ir(kernel="simple"):
-    """A small NVVM IR module (LLVM text, typed pointers) with one kernel."""
-    ensure_loaded("nvvm")
-    v = ffi.new("int[4]")
-    assert lib.nvvmIRVersion(v, v + 1, v + 2, v + 3) == 0
-    return f"""target triple = "nvptx64-nvidia-cuda"
-target datalayout = "{_DATALAYOUT}"
-
-declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-
-define void @{kernel}(float* %data, float %factor) {{
-entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %ctaid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-  %base = mul i32 %ctaid, %ntid
-  %i = add i32 %base, %tid
-  %idx = zext i32 %i to i64
-  %p = getelementptr inbounds float, float* %data, i64 %idx
-  %v = load float, float* %p, align 4
-  %r = fmul float %v, %factor
-  store float %r, float* %p, align 4
-  ret void
-}}
-
-!nvvm.annotations = !{{!0}}
-!0 = !{{void (float*, float)* @{kernel}, !"kernel", i32 1}}
-!nvvmir.version = !{{!1}}
-!1 = !{{i32 {v[0]}, i32 {v[1]}, i32 {v[2]}, i32 {v[3]}}}
-"""
 
 
 def _ptx_targets(ptx: bytes):

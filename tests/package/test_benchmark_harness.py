@@ -5,8 +5,9 @@ import os
 import sys
 
 import pytest
+from _helpers import CHECKOUT
 
-BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+BENCH_DIR = os.path.join(CHECKOUT, "benchmarks")
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import threading
 import warnings
 
 import pytest
+from _helpers import CHECKOUT
 
 from cuda_core import CUDAWarning, GraphMemoryResource, Stream
 from cuda_core._cuda_ffi import ffi, lib
@@ -491,14 +492,13 @@ def _typedefs_header():
 
 def test_graph_driver_prototypes_match_resolved_versions():
     """cuGetProcAddress(name, version) returns the newest variant <= version: check its arity."""
-    import os
     import re
     import sys
 
     header = _typedefs_header()
     if header is None:
         pytest.skip("cudaTypedefs.h not found (set CUDA_HOME)")
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, CHECKOUT)
     try:
         import build_ffi
     finally:

@@ -9,10 +9,11 @@ import platform
 import re
 
 import pytest
+from _helpers import CHECKOUT
 
 from cuda_core import _loader
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = CHECKOUT
 
 
 def _pyproject():

@@ -24,10 +24,11 @@ import subprocess
 import sys
 
 import pytest
+from _helpers import CHECKOUT
 
 from cuda_core._cuda_ffi import ffi, lib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = CHECKOUT
 CDEFS = os.path.join(ROOT, "cffi_src", "cdefs")
 
 #: Declaration file -> the real header it follows (None: the extension's own).

@@ -17,11 +17,12 @@ import subprocess
 import sys
 
 import pytest
+from _helpers import CHECKOUT
 
 from cuda_core import CUDAError, checkpoint
 from cuda_core._cuda_ffi import ffi, lib
 
-SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_scripts")
+SCRIPTS = os.path.join(CHECKOUT, "tests", "_scripts")
 
 
 @pytest.mark.parametrize(

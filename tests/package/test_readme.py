@@ -8,10 +8,11 @@ import re
 import subprocess
 import sys
 
+from _helpers import CHECKOUT
 from _scripts.hardening_util import package_root
 from conftest import gpu_status
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = CHECKOUT
 
 
 def _readme_example():

@@ -7,7 +7,7 @@ import dataclasses
 import warnings
 
 import pytest
-from test_program import _nvrtc_available
+from _helpers import _nvrtc_available
 
 from cuda_core import (
     Linker,
@@ -321,7 +321,7 @@ def test_linker_arch_without_gpu_fails_clearly(monkeypatch):
 
 @pytest.mark.gpu
 def test_driver_linker_backend(device, monkeypatch):
-    from test_module import _check_loads
+    from _helpers import _check_loads
 
     import cuda_core._linker_backend as backend_mod
     from cuda_core import CUDAError

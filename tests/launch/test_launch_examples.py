@@ -9,10 +9,11 @@ import subprocess
 import sys
 
 import pytest
+from _helpers import CHECKOUT
 from _scripts.hardening_util import package_root
 from conftest import gpu_status
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = CHECKOUT
 EXAMPLES = [
     "vector_add",
     "saxpy",

@@ -7,31 +7,16 @@ import dataclasses
 import pathlib
 
 import pytest
+from _helpers import _nvrtc_available, _nvvm_available
 
 from cuda_core import CUDAError, Program, ProgramOptions
-from cuda_core._loader import ensure_loaded, nvrtc_version
+from cuda_core._loader import nvrtc_version
 from cuda_core.typing import CompilerBackendType
 
 KERNEL = 'extern "C" __global__ void k(float *a) { a[threadIdx.x] *= 2.0f; }'
 
 
-def _nvvm_available():
-    try:
-        ensure_loaded("nvvm")
-    except Exception:
-        return False
-    return True
-
-
 needs_nvvm = pytest.mark.skipif(not _nvvm_available(), reason="libNVVM not found")
-
-
-def _nvrtc_available():
-    try:
-        ensure_loaded("nvrtc")
-    except Exception:
-        return False
-    return True
 
 
 requires_nvrtc = pytest.mark.skipif(
@@ -438,7 +423,7 @@ def test_program_accepts_options_instance_dict_and_none(monkeypatch):
 def test_nvvm_accepts_rendered_flags(kwargs, target, flags):
     if target == "LTOIR":
         pytest.skip("Program.compile lowercases the target")
-    from test_program import nvvm_ir
+    from _helpers import nvvm_ir
 
     target = target or "ptx"
     if kwargs.get("numba_debug") and not _nvvm_accepts(b"--numba-debug"):
@@ -450,7 +435,7 @@ def test_nvvm_accepts_rendered_flags(kwargs, target, flags):
 
 def _nvvm_accepts(flag):
     """Whether the loaded libNVVM accepts ``flag`` (asked while verifying a module)."""
-    from test_program import nvvm_ir
+    from _helpers import nvvm_ir
 
     from cuda_core._cuda_ffi import ffi, lib
 

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 import pytest
-from _helpers import FlagResource
+from _helpers import FlagResource, HostMemoryResource
 
 from cuda_core import LEGACY_DEFAULT_STREAM, Buffer, CUDAError, CUDAWarning, MemoryResource
 from cuda_core._cuda_ffi import ffi
@@ -23,35 +23,6 @@ from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer_helpers import _parse_fill_value
 
 IS_PYPY = sys.implementation.name == "pypy"
-
-
-class HostMemoryResource(MemoryResource):
-    """A Python memory resource handing out host memory (cffi allocations)."""
-
-    def __init__(self, fail_free=False):
-        self.live = {}
-        self.freed = []
-        self.fail_free = fail_free
-
-    def allocate(self, size, *, stream=None):
-        mem = ffi.new("char[]", max(size, 1))
-        ptr = int(ffi.cast("uintptr_t", mem))
-        self.live[ptr] = mem
-        return Buffer.from_handle(ptr, size, mr=self)
-
-    def deallocate(self, ptr, size, *, stream=None):
-        self.freed.append((ptr, size))
-        if self.fail_free:
-            raise CUDAError("simulated deallocation failure")
-        del self.live[ptr]
-
-    @property
-    def is_device_accessible(self):
-        return False
-
-    @property
-    def is_host_accessible(self):
-        return True
 
 
 def _collect():

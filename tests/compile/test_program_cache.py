@@ -12,8 +12,8 @@ import textwrap
 import time
 
 import pytest
+from _helpers import _nvrtc_available
 from _scripts.hardening_util import package_root
-from test_program import _nvrtc_available
 
 from cuda_core import ObjectCode, Program, ProgramOptions
 from cuda_core.utils import (
@@ -408,7 +408,7 @@ def test_key_ptx_and_nvvm_backends():
 
 @requires_nvrtc
 def test_key_nvvm():
-    from test_program import _nvvm_available, nvvm_ir
+    from _helpers import _nvvm_available, nvvm_ir
 
     if not _nvvm_available():
         pytest.skip("libNVVM not found")

@@ -9,9 +9,8 @@ import weakref
 
 import numpy as np
 import pytest
+from _helpers import HostMemoryResource
 
-from cuda_core import Buffer, MemoryResource
-from cuda_core._cuda_ffi import ffi
 from cuda_core._memory import _dlpack
 from cuda_core.utils import StridedMemoryView, args_viewable_as_strided_memory
 
@@ -19,28 +18,6 @@ from cuda_core.utils import StridedMemoryView, args_viewable_as_strided_memory
 def _collect():
     for _ in range(3):
         gc.collect()
-
-
-class HostMemoryResource(MemoryResource):
-    def __init__(self):
-        self.live = {}
-
-    def allocate(self, size, *, stream=None):
-        mem = ffi.new("char[]", max(size, 1))
-        ptr = int(ffi.cast("uintptr_t", mem))
-        self.live[ptr] = mem
-        return Buffer.from_handle(ptr, size, mr=self)
-
-    def deallocate(self, ptr, size, *, stream=None):
-        del self.live[ptr]
-
-    @property
-    def is_device_accessible(self):
-        return False
-
-    @property
-    def is_host_accessible(self):
-        return True
 
 
 class Exporter:

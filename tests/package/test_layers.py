@@ -19,9 +19,10 @@ import fnmatch
 import pathlib
 
 import pytest
+from _helpers import CHECKOUT
 
 PACKAGE = "cuda_core"
-ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
+ROOT = pathlib.Path(CHECKOUT) / PACKAGE
 
 # Lowest first.  Names are relative to the package; "" is the package face.
 LAYERS = [
