@@ -168,7 +168,8 @@ def test_example_runs_through_cuda_core_names():
         "cuda_core.install_as_cuda_core()\n"
         "import sys\n"
         "sys.argv = ['vector_add.py']\n"
-        f"exec(compile({source!r}, 'vector_add.py', 'exec'), {{'__name__': '__main__', '__file__': 'examples/vector_add.py'}})\n"
+        "env = {'__name__': '__main__', '__file__': 'examples/vector_add.py'}\n"
+        f"exec(compile({source!r}, 'vector_add.py', 'exec'), env)\n"
         "import cuda.core\n"
         "assert cuda.core is cuda_core\n"
     )
