@@ -155,7 +155,7 @@ def driver_handle(value: object, *kinds: str) -> int | None:
     tp = type(value)
     if tp.__name__ not in kinds or not hasattr(value, "getPtr") or not hasattr(tp, "__int__"):
         return None
-    address = int(value)  # type: ignore[call-overload]  # the handle type converts
+    address: int = int(value)  # type: ignore[call-overload]  # the handle type converts
     if not 0 <= address <= SIZE_MAX:
         raise ValueError(f"{tp.__name__} holds {address}, not an address in [0, 2**64)")
     return address

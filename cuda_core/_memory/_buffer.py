@@ -508,7 +508,7 @@ class Buffer(BufferExports, Closeable):
         if mr is not None:
             if getattr(mr, "_bound_to_no_gpu", False):  # LegacyPinnedMemoryResource
                 return -1
-            return mr.device_id  # type: ignore[no-any-return]
+            return mr.device_id
         return self._memory_attrs()[2]
 
     @property
