@@ -191,7 +191,7 @@ _slots.import_subpackage = _import_subpackage
 
 # Read-only properties fail as on cuda.core's classes (each subpackage does
 # the same at the end of its import).
-from cuda_core._utils import seal_read_only as _seal_read_only  # noqa: E402
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
 
 _seal_read_only()
 

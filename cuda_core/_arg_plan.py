@@ -41,9 +41,9 @@ from cuda_core._arg_types import (
     _ctypes_bytes,
     _type_tables,
 )
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import shown_as
-from cuda_core._utils import as_int_handle
 
 if TYPE_CHECKING:
     from typing import NoReturn

@@ -17,11 +17,12 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import DeviceResources
 from cuda_core._errors import CUDAError, check
+from cuda_core._lifetime import require_open
 from cuda_core._loader import init_driver
-from cuda_core._utils import as_int_handle, require_open
 
 if TYPE_CHECKING:
     from typing import Any, Callable

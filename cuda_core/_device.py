@@ -14,6 +14,7 @@ import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import index_or_none
 from cuda_core._context import (
     Context,
     _context_of,
@@ -31,11 +32,11 @@ from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
 from cuda_core._event import Event, _new_event, _OpenEvent, _release_event
 from cuda_core._green_context import create_green_context
+from cuda_core._lifetime import GUARD_HANDLES as _GUARD_HANDLES
+from cuda_core._lifetime import require_open
 from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
-from cuda_core._utils import GUARD_HANDLES as _GUARD_HANDLES
-from cuda_core._utils import index_or_none, require_open
 
 if TYPE_CHECKING:
     from cuda_core._event import EventOptions
@@ -322,7 +323,7 @@ class Device(TextureFactories):
             if c_event:
                 event = _OpenEvent()
                 event._handle = c_event
-                if _GUARD_HANDLES:  # PyPy: the safety net (see _utils.GUARD_HANDLES)
+                if _GUARD_HANDLES:  # PyPy: the safety net (see _lifetime.GUARD_HANDLES)
                     event._guard = _gc(c_event, _release_event)
                 event._ctx = self._context
                 event._flags = _DISABLE_TIMING

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._context import _bufs, _context_of, _current_ctx, _pop, _push_if_needed, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
@@ -26,11 +27,9 @@ from cuda_core._errors import (
     shown_as,
     status_in,
 )
-from cuda_core._utils import (
+from cuda_core._lifetime import (
     GUARD_HANDLES,
     Closeable,
-    as_int_handle,
-    check_or_create_options,
     handle_finalizer,
     open_class,
     open_handle_methods,

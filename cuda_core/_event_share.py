@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._event import Event
-from cuda_core._utils import drop_guard, handle_finalizer, open_class
+from cuda_core._lifetime import drop_guard, handle_finalizer, open_class
 
 if TYPE_CHECKING:
     from typing import Any

@@ -23,12 +23,12 @@ from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
 from cuda_core._arg_plan import _NO_PLAN
+from cuda_core._coerce import as_int_handle, driver_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, check_allowing, status_in
 from cuda_core._kernel_attributes import KernelAttributes
 from cuda_core._kernel_occupancy import KernelOccupancy
 from cuda_core._loader import driver_at_least, driver_version, format_cuda_version
-from cuda_core._utils import as_int_handle, driver_handle
 
 if TYPE_CHECKING:
     from typing import Literal

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import TYPE_CHECKING
 
+from cuda_core._coerce import check_nonnegative_int, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._launch_config import _coerce_config
 from cuda_core._stream import _as_open_stream
-from cuda_core._utils import check_nonnegative_int, index_or_none
 
 if TYPE_CHECKING:
     from typing import Any, Callable

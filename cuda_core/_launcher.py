@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
 from cuda_core._arg_plan import _IS_PYPY, _slow_fill, _slow_pack, _thread_state, _tls
+from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import lib
 from cuda_core._errors import check
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig, _check_device_support
 from cuda_core._stream import Stream, _as_stream, _OpenStream
-from cuda_core._utils import check_or_create_options
 
 if TYPE_CHECKING:
     from cuda_core.graph import GraphBuilder

@@ -14,11 +14,12 @@ import threading
 import weakref
 from typing import Any
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error, warn_cuda
 from cuda_core._kernel import Kernel
+from cuda_core._lifetime import Closeable
 from cuda_core._loader import init_driver
-from cuda_core._utils import Closeable, as_int_handle
 
 __all__ = ["ObjectCode"]
 

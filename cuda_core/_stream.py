@@ -15,6 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import (
+    as_int_handle,
+    check_or_create_options,
+    driver_handle,
+    index_or_none,
+)
 from cuda_core._context import (
     _bufs,
     _context_of,
@@ -24,6 +30,14 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent, _wait_on_stream
+from cuda_core._lifetime import (
+    GUARD_HANDLES,
+    Closeable,
+    handle_finalizer,
+    open_class,
+    open_handle_methods,
+    require_open,
+)
 from cuda_core._stream_options import (
     _LEAST_PRIORITY,
     StreamOptions,
@@ -31,18 +45,6 @@ from cuda_core._stream_options import (
     _priority_range,
 )
 from cuda_core._stream_protocol import _stream_address
-from cuda_core._utils import (
-    GUARD_HANDLES,
-    Closeable,
-    as_int_handle,
-    check_or_create_options,
-    driver_handle,
-    handle_finalizer,
-    index_or_none,
-    open_class,
-    open_handle_methods,
-    require_open,
-)
 
 if TYPE_CHECKING:
     from cuda_core._context import Context

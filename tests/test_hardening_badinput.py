@@ -145,7 +145,7 @@ def test_every_field_has_a_rule():
 
 def test_options_as_dict_with_unknown_key_raises():
     from cuda_core import StreamOptions
-    from cuda_core._utils import check_or_create_options
+    from cuda_core._coerce import check_or_create_options
 
     with pytest.raises(TypeError, match="bogus"):
         check_or_create_options(StreamOptions, {"bogus": 1}, "Stream options")

@@ -474,7 +474,7 @@ def test_closed_stream_passed_to_other_apis(closed_stream_outcomes, case):
 
 
 def test_open_class_twin_carries_the_finalizer_until_retyped():
-    from cuda_core._utils import open_class
+    from cuda_core._lifetime import open_class
 
     calls = []
 
@@ -515,7 +515,7 @@ def test_open_class_twin_carries_the_finalizer_until_retyped():
 
 
 def test_open_class_methods_and_variants():
-    from cuda_core._utils import open_class
+    from cuda_core._lifetime import open_class
 
     class Thing:
         __slots__ = ("closed", "__weakref__")
@@ -548,7 +548,7 @@ def test_open_class_methods_and_variants():
 def test_open_handle_methods_close_retypes_and_check_failures():
     from cuda_core import CUDAError
     from cuda_core._cuda_ffi import lib
-    from cuda_core._utils import open_class, open_handle_methods
+    from cuda_core._lifetime import open_class, open_handle_methods
 
     calls = []
 

@@ -50,10 +50,6 @@ size_t cc_take_released(unsigned long long *out, size_t max);
 size_t cc_released_pending(void);
 
 /* Kernel launches (launch.c). */
-CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                   CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
-                   void **params);
 CUresult cc_launch_blob(const char *blob);
 
 /* Streams and events (streams.c). */

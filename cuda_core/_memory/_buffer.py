@@ -13,16 +13,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
+from cuda_core._lifetime import Closeable, open_class, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
     _parse_fill_value,
     _query_memory_attrs,
 )
-from cuda_core._memory._copy_options import copy_one
+from cuda_core._memory._copy_with_options import copy_one
 from cuda_core._memory._dlpack import BufferExports
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import (
@@ -35,15 +37,13 @@ from cuda_core._memory._release import (
     open_buffer_close,
 )
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._utils import Closeable, open_class, require_open
-from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
     from typing import Callable, ClassVar, TypeVar
 
     from typing_extensions import Self
 
-    from cuda_core._memory._copy_options import CopyOptions
+    from cuda_core._memory._copy_with_options import CopyOptions
     from cuda_core._memory._ipc import IPCBufferDescriptor
     from cuda_core._memory._owned_pool import _OwnedPool
     from cuda_core._memory._release import _SharedRelease

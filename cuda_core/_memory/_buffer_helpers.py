@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from cuda_core._coerce import as_address, as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as, status_in
 from cuda_core._loader import init_driver
-from cuda_core._utils import as_address, as_int_handle
 
 __all__: list[str] = []
 
@@ -23,7 +23,7 @@ def _as_address(ptr: Any, what: str = "ptr") -> int:
 
     Accepts None (0), an int or any integer object with ``__index__`` (not a
     bool), a cffi pointer, and a cuda-bindings ``CUdeviceptr`` (see
-    :func:`~cuda_core._utils.driver_handle`).  Floats, strings and other
+    :func:`~cuda_core._coerce.driver_handle`).  Floats, strings and other
     objects that merely convert with ``int()`` are refused.
     """
     if ptr is None:

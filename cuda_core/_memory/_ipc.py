@@ -21,12 +21,13 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
+from cuda_core._lifetime import require_open
 from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._utils import as_int_handle, require_open
 
 if TYPE_CHECKING:
     from uuid import UUID

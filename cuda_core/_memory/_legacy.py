@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_int_handle
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -21,8 +23,6 @@ from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _SharedMemory
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _as_stream as _stream_accept
-from cuda_core._utils import as_int_handle
-from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
     from typing import Any, ClassVar

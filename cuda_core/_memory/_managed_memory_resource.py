@@ -11,9 +11,11 @@ import dataclasses
 from collections.abc import Iterable, Iterator, MutableSet
 from typing import TYPE_CHECKING, Any
 
+from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._host import Host
+from cuda_core._lifetime import require_open
 from cuda_core._loader import device_count, driver_at_least, init_driver, require_driver
 from cuda_core._memory import _managed_memory_ops
 from cuda_core._memory._buffer import Buffer
@@ -22,7 +24,6 @@ from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._utils import check_or_create_options, require_open
 from cuda_core.typing import _refuse, _register, _StrEnum
 
 if TYPE_CHECKING:

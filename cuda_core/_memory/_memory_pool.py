@@ -13,8 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
+from cuda_core._coerce import as_int_handle
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
+from cuda_core._lifetime import Closeable, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
 from cuda_core._memory._memory_resource import MemoryResource
@@ -24,8 +27,6 @@ from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _OpenStream
-from cuda_core._utils import Closeable, as_int_handle, require_open
-from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
     from uuid import UUID

@@ -54,7 +54,7 @@ _is_finalizing = sys.is_finalizing
 
 
 def _buffer_finalizer(self: Buffer) -> None:
-    """``__del__`` of open buffers (see :func:`~cuda_core._utils.open_class`).
+    """``__del__`` of open buffers (see :func:`~cuda_core._lifetime.open_class`).
 
     The garbage-collection safety net; close() (or ``with``) is the lifetime
     tool.  Failures become CUDAWarning.

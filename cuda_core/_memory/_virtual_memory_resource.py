@@ -16,16 +16,17 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_int_handle, check_or_create_options
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._lifetime import require_open
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import _Release
 from cuda_core._memory._virtual_memory_regions import _Region, _release_region, _Undo
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._utils import as_int_handle, check_or_create_options, require_open
-from cuda_core._utils import as_size as _as_size
 from cuda_core.typing import _register, _StrEnum
 
 if TYPE_CHECKING:

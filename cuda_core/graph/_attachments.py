@@ -52,11 +52,11 @@ import weakref
 from collections.abc import Iterable
 from typing import Any, Callable
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, warn_cuda
 from cuda_core._event_share import _EventClaim
 from cuda_core._memory._release import _AllocationClaim
-from cuda_core._utils import as_int_handle
 
 __all__: list[str] = []
 

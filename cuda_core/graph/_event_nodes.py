@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import as_int_handle
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_params import _require_event
 from cuda_core.graph._node_registry import _register

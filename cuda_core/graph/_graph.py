@@ -17,10 +17,11 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
+from cuda_core._lifetime import Closeable
 from cuda_core._stream import _as_open_stream
-from cuda_core._utils import Closeable, as_int_handle
 from cuda_core.graph._attachments import (
     _Attachment,
     drain,

@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._lifetime import Closeable
 from cuda_core._loader import init_driver
-from cuda_core._utils import Closeable, as_int_handle
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_condition import _condition_args, _create_condition

@@ -4,7 +4,7 @@
 Nodes are made by the builder methods of
 :class:`~cuda_core.graph.GraphDefinition` (entry nodes, with no
 dependencies) and of other nodes (nodes that depend on that node; see
-``_node_builders``).  Each builder returns the node it added, typed by kind
+``_definition_builders``).  Each builder returns the node it added, typed by kind
 (:class:`~cuda_core.graph.KernelNode`, :class:`~cuda_core.graph.MemcpyNode`,
 ...; defined in the ``_*_node(s)`` modules).  One Python object stands for
 one driver node: :meth:`GraphDefinition.nodes
@@ -33,11 +33,11 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, MutableSet
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import as_int_handle
 from cuda_core.graph._attachments import drain, prepare, release
-from cuda_core.graph._node_builders import _NodeBuilders
+from cuda_core.graph._definition_builders import _DefinitionBuilders
 from cuda_core.graph._node_params import _list_nodes
 from cuda_core.graph._node_registry import _BY_TYPE, _register
 from cuda_core.graph._types import CUgraphNodeType
@@ -56,7 +56,7 @@ __all__ = ["EmptyNode", "GraphNode"]
 _registry: weakref.WeakValueDictionary[tuple[int, int], GraphNode] = weakref.WeakValueDictionary()
 
 
-class GraphNode(_NodeBuilders):
+class GraphNode(_DefinitionBuilders):
     """A node of a :class:`~cuda_core.graph.GraphDefinition`.
 
     Nodes are created by the builder methods of a graph definition (entry

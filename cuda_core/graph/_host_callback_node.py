@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._utils import as_int_handle
 from cuda_core.graph._attachments import resolve_host_callback
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_registry import _register

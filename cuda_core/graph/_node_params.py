@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 import cuda_core._arg_plan as _arg_plan
+from cuda_core._coerce import as_address, index_or_none
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
@@ -23,8 +25,6 @@ from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _coerce_config
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._release import claim_allocation
-from cuda_core._utils import as_address, index_or_none
-from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._types import GraphMemoryType
 from cuda_core.typing import _refuse
 

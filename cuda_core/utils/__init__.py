@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from cuda_core._memory._copy_options import CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder
+from cuda_core._memory._copy_with_options import (
+    CopyOptions,
+    MemcpyOverlapMode,
+    MemcpySrcAccessOrder,
+)
 from cuda_core._memory._managed_memory_ops import (
     discard_batch,
     discard_prefetch_batch,
@@ -34,7 +38,7 @@ __all__ = [
     "prefetch_batch",
 ]
 
-# Read-only properties fail as on cuda.core's classes (see cuda_core._utils).
-from cuda_core._utils import seal_read_only as _seal_read_only  # noqa: E402
+# Read-only properties fail as on cuda.core's classes (see cuda_core._read_only).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
 
 _seal_read_only()

@@ -15,7 +15,7 @@ import gc
 import sys
 
 from cuda_core._cuda_ffi import ffi
-from cuda_core._utils import GUARD_HANDLES, drop_guard, open_class, open_handle_methods
+from cuda_core._lifetime import GUARD_HANDLES, drop_guard, open_class, open_handle_methods
 
 IS_PYPY = sys.implementation.name == "pypy"
 

@@ -28,7 +28,7 @@ ROOT = pathlib.Path(CHECKOUT) / PACKAGE
 LAYERS = [
     ("extension", ["_cuda_ffi"]),
     ("exceptions, loader, error layer, versions", ["_errors", "_loader", "_version"]),
-    ("shared helpers and typing", ["_utils", "_slots", "typing"]),
+    ("shared helpers and typing", ["_coerce", "_lifetime", "_read_only", "_slots", "typing"]),
     ("context", ["_context", "_device_resources", "_host"]),
     (
         "events and streams",

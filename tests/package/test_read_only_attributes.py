@@ -15,7 +15,7 @@ import pytest
 
 import cuda_core
 from cuda_core import LaunchConfig, ProgramOptions, Stream
-from cuda_core._utils import _ReadOnlyProperty
+from cuda_core._read_only import _ReadOnlyProperty
 
 SUBPACKAGES = ["graph", "utils", "system", "texture", "checkpoint"]
 

@@ -11,8 +11,8 @@ import collections.abc
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Tuple, Union
 
+from cuda_core._lifetime import Closeable
 from cuda_core._module import ObjectCode
-from cuda_core._utils import Closeable
 
 if TYPE_CHECKING:
     _Key = Union[bytes, bytearray, str]
