@@ -267,7 +267,7 @@ def test_event_use_after_close(device, stream):
     ):
         _raises_closed(use)
     assert e.is_timing_enabled  # plain flags stay readable
-    assert "closed" in repr(e)
+    assert repr(e) == "<Event handle=0x0>"
     with device.create_event() as e3:
         pass
     assert e3.is_closed
