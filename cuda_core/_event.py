@@ -251,19 +251,8 @@ class Event(Closeable):
         return hash((Event, self._h))
 
     def __repr__(self) -> str:
-        if self._closed:
-            return "<Event (closed)>"
-        flags = [
-            name
-            for name, on in (
-                ("timing", self.is_timing_enabled),
-                ("blocking_sync", self.is_blocking_sync),
-                ("ipc", self.is_ipc_enabled),
-            )
-            if on
-        ]
-        device = self._ctx._device_id if self._ctx is not None else "?"
-        return f"<Event handle={self._h:#x} device={device} flags={flags}>"
+        # As cuda.core: the handle only (0x0 once closed).
+        return f"<Event handle={0 if self._closed else self._h:#x}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
         if not self._flags & _INTERPROCESS:

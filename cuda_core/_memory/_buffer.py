@@ -529,8 +529,11 @@ class Buffer(BufferExports, Closeable):
     def device_id(self) -> int:
         """int: The device ordinal of this memory, or -1 when bound to no device."""
         require_open(self, self._closed, "Buffer")
-        if self._mr is not None:
-            return self._mr.device_id
+        mr = self._mr
+        if mr is not None:
+            if getattr(mr, "_bound_to_no_gpu", False):  # LegacyPinnedMemoryResource
+                return -1
+            return mr.device_id
         return self._memory_attrs()[2]
 
     @property

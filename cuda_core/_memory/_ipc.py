@@ -342,8 +342,10 @@ def buffer_from_ipc_descriptor(
 ) -> Buffer:
     """Import a buffer described by ``ipc_descriptor`` through the mapped ``mr``."""
     if not isinstance(ipc_descriptor, IPCBufferDescriptor):
+        # cuda.core's (Cython's) wording, which callers match on.
         raise TypeError(
-            f"ipc_descriptor must be an IPCBufferDescriptor, not {type(ipc_descriptor).__name__}"
+            "Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, "
+            f"got {type(ipc_descriptor).__name__})"
         )
     if not getattr(mr, "is_ipc_enabled", False):
         raise RuntimeError("Memory resource is not IPC-enabled")

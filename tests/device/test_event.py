@@ -161,7 +161,7 @@ def test_close_is_idempotent_and_use_after_close_raises(device, stream):
         stream.record(e)
     assert e.is_closed
     e.close()
-    assert "closed" in repr(e)
+    assert repr(e) == "<Event handle=0x0>"
     for use in (
         e.sync,
         lambda: e.is_done,
