@@ -10,10 +10,10 @@ on the calling thread; the factories (:meth:`~Device.create_stream`,
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import index_or_none
 from cuda_core._context import (
     Context,
     _context_of,
@@ -22,6 +22,7 @@ from cuda_core._context import (
     _pop,
     _push_if_needed,
     _tls,
+    retain_primary,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream
@@ -29,13 +30,13 @@ from cuda_core._device_properties import DeviceProperties
 from cuda_core._device_resources import DeviceResources
 from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event, _new_event, _OpenEvent, _release_event
+from cuda_core._event import Event, _new_event, _OpenEvent, _releaser
 from cuda_core._green_context import create_green_context
+from cuda_core._lifetime import GUARD_HANDLES as _GUARD_HANDLES
+from cuda_core._lifetime import require_open
 from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
-from cuda_core._utils import GUARD_HANDLES as _GUARD_HANDLES
-from cuda_core._utils import index_or_none, require_open
 
 if TYPE_CHECKING:
     from cuda_core._event import EventOptions
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ComputeCapability", "Device"]
 
-_init_lock = threading.Lock()
-_primary: dict[int, Any] = {}  # ordinal -> retained primary CUcontext (process-wide)
 _properties: dict[
     int, DeviceProperties
 ] = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
@@ -199,7 +198,7 @@ class Device(TextureFactories):
         if ctx is None:
             c_ctx = self._primary_ctx
             if c_ctx is None:
-                c_ctx = self._primary_ctx = _retain_primary(self._device_id)
+                c_ctx = self._primary_ctx = retain_primary(self._device_id)
             status = _cuCtxSetCurrent(c_ctx)
             if status:  # hot path: check() only on failure
                 check(status)
@@ -322,8 +321,8 @@ class Device(TextureFactories):
             if c_event:
                 event = _OpenEvent()
                 event._handle = c_event
-                if _GUARD_HANDLES:  # PyPy: the safety net (see _utils.GUARD_HANDLES)
-                    event._guard = _gc(c_event, _release_event)
+                if _GUARD_HANDLES:  # PyPy: the safety net (see _lifetime.GUARD_HANDLES)
+                    event._guard = _gc(c_event, _releaser(self._context))
                 event._ctx = self._context
                 event._flags = _DISABLE_TIMING
                 event._closed = False
@@ -560,20 +559,6 @@ def _lookup_device(cls: type[Device], device_id: object) -> Device:
         return devices[device_id]
     except KeyError:
         raise ValueError(f"device_id must be within [0, {len(devices)}), got {device_id}") from None
-
-
-def _retain_primary(device_id: int) -> Any:
-    """Retain the primary context of ``device_id`` once per process; return it."""
-    c_ctx = _primary.get(device_id)
-    if c_ctx is not None:
-        return c_ctx
-    with _init_lock:
-        c_ctx = _primary.get(device_id)
-        if c_ctx is None:
-            out = ffi.new("CUcontext *")
-            check(lib.cuDevicePrimaryCtxRetain(out, device_id))
-            c_ctx = _primary[device_id] = out[0]
-    return c_ctx
 
 
 # Stream.device, WorkqueueResource.device, TensorMapDescriptor.device,

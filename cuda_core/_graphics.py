@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, Union
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._memory import Buffer, MemoryResource
 from cuda_core._memory._memory_resource import _DeviceMemory
 from cuda_core._stream import _as_open_stream
-from cuda_core._utils import as_int_handle
 
 if TYPE_CHECKING:
     from cuda_core._stream import Stream

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._context as _context
+from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._context import Context, _bufs
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import (
@@ -32,9 +33,9 @@ from cuda_core._device_resources import (
     _check_green_ctx_support,
 )
 from cuda_core._errors import check, in_forked_child, warn_cuda
+from cuda_core._lifetime import GUARD_HANDLES
 from cuda_core._stream import _OWNED, _OpenStream, _release_stream
 from cuda_core._stream_options import StreamOptions, _checked_priority
-from cuda_core._utils import GUARD_HANDLES, as_int_handle, check_or_create_options
 from cuda_core.typing import _register
 
 if TYPE_CHECKING:

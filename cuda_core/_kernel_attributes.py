@@ -15,9 +15,9 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import index_or_none
 
 if TYPE_CHECKING:
     from cuda_core._device import Device

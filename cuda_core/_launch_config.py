@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_int_handle, index_or_none
 from cuda_core._context import _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, shown_as
-from cuda_core._utils import as_int_handle, index_or_none
 
 if TYPE_CHECKING:
     from typing import Any
@@ -157,7 +157,9 @@ class LaunchConfig:
                 _check_device_support(self, device_id)
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{name}={getattr(self, name)!r}" for name in _ATTRS)
+        # cuda.core's five fields; the extension field only where it is set.
+        names = _ATTRS if self._pss else _ATTRS[:-1]
+        parts = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"LaunchConfig({parts})"
 
     def __eq__(self, other: object) -> bool:

@@ -18,6 +18,7 @@ import warnings
 import weakref
 from typing import Any
 
+from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._compile_common import read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
@@ -27,10 +28,10 @@ from cuda_core._errors import (
     driver_error,
     warn_cuda,
 )
+from cuda_core._lifetime import Closeable
 from cuda_core._linker_backend import which_backend
 from cuda_core._linker_options import LinkerOptions
 from cuda_core._module import ObjectCode
-from cuda_core._utils import Closeable, as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType
 
 __all__ = ["Linker"]

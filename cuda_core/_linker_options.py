@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cuda_core._coerce import as_list
 from cuda_core._compile_common import (
     _check_arch,
     _check_bool,
@@ -23,7 +24,6 @@ from cuda_core._compile_common import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._linker_backend import which_backend
 from cuda_core._loader import install_hint
-from cuda_core._utils import as_list
 from cuda_core.typing import CompilerBackendType
 
 if TYPE_CHECKING:

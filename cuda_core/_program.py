@@ -15,6 +15,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._program_status as _status
+from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._compile_common import _SUPPORTED_TARGETS, arch_str, cpp_source_hint, read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
@@ -25,6 +26,7 @@ from cuda_core._errors import (
     nvrtc_log,
     shown_as,
 )
+from cuda_core._lifetime import Closeable
 from cuda_core._linker import Linker
 from cuda_core._loader import (
     ensure_loaded,
@@ -33,7 +35,6 @@ from cuda_core._loader import (
 )
 from cuda_core._module import ObjectCode
 from cuda_core._program_options import ProgramOptions, _translate_to_linker_options
-from cuda_core._utils import Closeable, as_int_handle, check_or_create_options
 from cuda_core.typing import CompilerBackendType, PCHStatusType
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class Program(Closeable):
         )
         self._box = box
         self._finalizer = weakref.finalize(
-            self, _destroy_quietly, lib.nvrtcDestroyProgram, "nvrtcDestroyProgram", box
+            self, _destroy_or_warn, lib.nvrtcDestroyProgram, "nvrtcDestroyProgram", box
         )
 
     def _destroy_program(self) -> None:
@@ -194,7 +195,7 @@ class Program(Closeable):
         check_nvvm(lib.nvvmCreateProgram(box))
         self._box = box
         self._finalizer = weakref.finalize(
-            self, _destroy_quietly, lib.nvvmDestroyProgram, "nvvmDestroyProgram", box
+            self, _destroy_or_warn, lib.nvvmDestroyProgram, "nvvmDestroyProgram", box
         )
         self._add_nvvm_module(code_bytes, self._options.name)
         for name, source in self._options._extra_sources_bytes() or ():
@@ -580,7 +581,7 @@ class _UnsupportedCodeTypeError(ValueError, RuntimeError):
     """Unknown ``code_type``: a ValueError, and a RuntimeError as in ``cuda.core``."""
 
 
-def _destroy_quietly(destroy: Callable[[Any], int], what: str, box: Any) -> None:
+def _destroy_or_warn(destroy: Callable[[Any], int], what: str, box: Any) -> None:
     """Finalizer: destroy an unclosed NVRTC/NVVM program, warning on failure."""
     status = destroy(box)
     if status:

@@ -15,6 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import (
+    as_int_handle,
+    check_or_create_options,
+    driver_handle,
+    index_or_none,
+)
 from cuda_core._context import (
     _bufs,
     _context_of,
@@ -24,6 +30,14 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent, _wait_on_stream
+from cuda_core._lifetime import (
+    GUARD_HANDLES,
+    Closeable,
+    handle_finalizer,
+    open_class,
+    open_handle_methods,
+    require_open,
+)
 from cuda_core._stream_options import (
     _LEAST_PRIORITY,
     StreamOptions,
@@ -31,17 +45,6 @@ from cuda_core._stream_options import (
     _priority_range,
 )
 from cuda_core._stream_protocol import _stream_address
-from cuda_core._utils import (
-    GUARD_HANDLES,
-    Closeable,
-    as_int_handle,
-    check_or_create_options,
-    handle_finalizer,
-    index_or_none,
-    open_class,
-    open_handle_methods,
-    require_open,
-)
 
 if TYPE_CHECKING:
     from cuda_core._context import Context
@@ -64,6 +67,8 @@ _cuStreamDestroy = lib.cuStreamDestroy
 _cuStreamSynchronize = lib.cuStreamSynchronize
 _gc = ffi.gc
 _cuEventRecord = lib.cuEventRecord
+_cc_stream_destroy_in = lib.cc_stream_destroy_in
+_NULL = ffi.NULL
 
 # Kinds of Stream objects.
 _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
@@ -186,11 +191,9 @@ class Stream(Closeable):
         return hash(self._h)
 
     def __repr__(self) -> str:
-        if self._closed:
-            return "<Stream (closed)>"
-        kind = ("owned", "borrowed", "default")[self._kind]
-        device = f" device={self._ctx._device_id}" if self._ctx is not None else ""
-        return f"<Stream handle={self._h:#x} {kind}{device}>"
+        # As cuda.core: the stream and its context (0x0 for a closed stream's handle).
+        handle = 0 if self._closed else self._h
+        return f"<Stream handle={handle:#x} context={self._repr_context():#x}>"
 
     def close(self) -> None:
         """Destroy an owned stream, or drop a borrowed stream's foreign owner.
@@ -322,14 +325,16 @@ class Stream(Closeable):
 
         Parameters
         ----------
-        handle : int
-            The stream address.
+        handle : int or CUstream
+            The stream address (or a ``cuda.bindings`` ``CUstream``).
 
         Returns
         -------
         Stream
         """
         address = index_or_none(handle)
+        if address is None:
+            address = driver_handle(handle, "CUstream")  # a cuda.bindings CUstream
         if address is None:
             raise TypeError(
                 f"handle must be an int (a stream address), not {type(handle).__name__}"
@@ -367,6 +372,19 @@ class Stream(Closeable):
         if ctx is None:
             ctx = self._ctx = self._query_context()
         return ctx
+
+    def _repr_context(self) -> int:
+        """The address of this stream's context for ``repr`` (0 where it cannot be read)."""
+        ctx = self._ctx
+        if ctx is None and not self._closed:
+            try:
+                if self._h <= _MAX_DEFAULT_HANDLE:  # acts in the current context
+                    ctx = _context_of(_current_ctx())
+                else:
+                    ctx = self._event_context()
+            except Exception:  # a repr never raises (no driver, a destroyed context)
+                ctx = None
+        return 0 if ctx is None else ctx._h
 
     def _query_context(self) -> Context | None:
         out = ffi.new("CUcontext *")
@@ -465,8 +483,9 @@ def _as_stream(obj: object, what: str = "stream") -> Stream:
     """Return ``obj`` as a Stream.
 
     Accepts a :class:`Stream`, a :class:`~cuda_core.graph.GraphBuilder` (its
-    stream), or any object implementing ``__cuda_stream__`` (wrapped as a
-    borrowed Stream that keeps ``obj`` alive).
+    stream), or any object implementing ``__cuda_stream__`` or a
+    ``cuda.bindings`` ``CUstream`` (wrapped as a borrowed Stream that keeps
+    ``obj`` alive).
 
     Raises
     ------
@@ -486,6 +505,9 @@ def _as_stream(obj: object, what: str = "stream") -> Stream:
         return stream
     if hasattr(obj, "__cuda_stream__"):
         return Stream._wrap(obj)
+    address = driver_handle(obj, "CUstream")  # a cuda.bindings CUstream without the protocol
+    if address is not None:
+        return Stream._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
     raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
 
 
@@ -503,8 +525,14 @@ def _as_open_stream(obj: Any, what: str = "stream") -> Stream:
     return obj  # type: ignore[no-any-return]  # a Stream by now
 
 
-#: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
-_destroy_stream = destroy_or_warn(lib.cuStreamDestroy, "cuStreamDestroy (Stream finalizer)")
+def _stream_destroy_bound(c_stream: Any) -> int:
+    """``cuStreamDestroy`` with the stream's own context current (see release.c)."""
+    return _cc_stream_destroy_in(_NULL, c_stream)  # type: ignore[no-any-return]
+
+
+#: Finalizer (from ``_stream_finalizer`` and the guards): destroy an unclosed
+#: owned stream in its own context, whatever is current; warn on failure.
+_destroy_stream = destroy_or_warn(_stream_destroy_bound, "cuStreamDestroy (Stream finalizer)")
 
 
 def _create_stream(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from cuda_core._utils import index_or_none
+from cuda_core._coerce import index_or_none
 
 __all__ = []
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -47,7 +48,6 @@ from cuda_core._tensor_map_types import (  # noqa: F401 - the enums are re-expor
     _require_enum,
     _resolve_data_type,
 )
-from cuda_core._utils import as_int_handle, check_or_create_options
 
 if TYPE_CHECKING:
     from cuda_core._device import Device

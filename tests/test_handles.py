@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi
-from cuda_core._utils import as_int_handle
 
 IS_PYPY = sys.implementation.name == "pypy"
 pypy_only = pytest.mark.skipif(not IS_PYPY, reason="int representation is a PyPy matter")

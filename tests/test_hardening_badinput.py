@@ -72,7 +72,7 @@ def _class_ids():
 # Option dataclasses and LaunchConfig
 # --------------------------------------------------------------------------
 CROSS_FIELD_CASES = [
-    ("EventOptions", {"ipc_enabled": True, "timing_enabled": True}),
+    ("EventOptions", {"ipc_enabled": True, "timing_enabled": True}),  # constructs
     ("EventOptions", {"ipc_enabled": 1, "timing_enabled": True}),
     ("LinkerOptions", {"arch": "sm_90", "ptx": True}),
     ("LinkerOptions", {"arch": "sm_90", "ptx": True, "link_time_optimization": False}),
@@ -148,7 +148,7 @@ def test_every_field_has_a_rule():
 
 def test_options_as_dict_with_unknown_key_raises():
     from cuda_core import StreamOptions
-    from cuda_core._utils import check_or_create_options
+    from cuda_core._coerce import check_or_create_options
 
     with pytest.raises(TypeError, match="bogus"):
         check_or_create_options(StreamOptions, {"bogus": 1}, "Stream options")

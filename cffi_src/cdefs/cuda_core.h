@@ -42,18 +42,19 @@ const char *cc_library_error(int which);
 int cc_library_path(int which, char *buf, size_t len);
 const char *cc_take_missing(int *version);
 
-/* Graph host callbacks and user objects (user_objects.c).  The callback is
-   implemented in Python (cffi's extern "Python"). */
+/* Graph host callbacks and user objects (user_objects.c).  The callback and
+   the drain run by a wakeup are implemented in Python (cffi's extern
+   "Python"). */
 void cc_host_callback(void *userData); /* cffi: extern "Python" */
+void cc_release_drain(void); /* cffi: extern "Python" */
 void cc_user_object_release(void *token);
 size_t cc_take_released(unsigned long long *out, size_t max);
 size_t cc_released_pending(void);
+int cc_drain_configure(int mode, int fd);
+void cc_drain_acknowledge(void);
+void cc_drain_stats(unsigned long long *out4, int *scheduled, int *retrying, int fail_next);
 
 /* Kernel launches (launch.c). */
-CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                   CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
-                   void **params);
 CUresult cc_launch_blob(const char *blob);
 
 /* Streams and events (streams.c). */
@@ -68,6 +69,14 @@ int cc_current_device(void);
 CUresult cc_tex_object_create(CUcontext ctx, CUtexObject *out, const CUDA_RESOURCE_DESC *res,
                               const CUDA_TEXTURE_DESC *tex);
 CUresult cc_surf_object_create(CUcontext ctx, CUsurfObject *out, const CUDA_RESOURCE_DESC *res);
+
+/* Releases in the owning context (release.c). */
+CUresult cc_free_async_in(CUcontext ctx, CUdeviceptr ptr, CUstream stream);
+CUresult cc_event_destroy_in(CUcontext ctx, CUevent event);
+CUresult cc_stream_destroy_in(CUcontext ctx, CUstream stream);
+int cc_push_ctx(CUcontext ctx);
+CUresult cc_pop_ctx(void);
+CUcontext cc_current_ctx(void);
 
 /* DLPack bridge and pool allocations (memory.c). */
 int cc_dlpack_set_bridge(const char *module, const char *attr);

@@ -7,21 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-CUresult cc_launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-                   CUstream stream, CUlaunchAttribute *attrs, unsigned int nattrs,
-                   void **params) {
-    CUlaunchConfig cfg;
-    cfg.gridDimX = gx; cfg.gridDimY = gy; cfg.gridDimZ = gz;
-    cfg.blockDimX = bx; cfg.blockDimY = by; cfg.blockDimZ = bz;
-    cfg.sharedMemBytes = shmem;
-    cfg.hStream = stream;
-    cfg.attrs = attrs;
-    cfg.numAttrs = nattrs;
-    return cuLaunchKernelEx(&cfg, f, params, NULL);
-}
-
-
 #define CC_STACK_PARAMS 512
 /* The three pointer-sized header words of a launch blob (see below). */
 #define CC_BLOB_HEADER (3 * sizeof(void *))

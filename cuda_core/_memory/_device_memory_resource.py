@@ -7,6 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _ipc
@@ -14,7 +15,6 @@ from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._memory_resource import _DeviceMemory
 from cuda_core._memory._peer_access import PeerAccessibleBySetProxy, _set_peer_accessible_by
-from cuda_core._utils import check_or_create_options
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -26,7 +26,7 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._utils import require_open
+from cuda_core._lifetime import require_open
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

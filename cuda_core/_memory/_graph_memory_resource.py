@@ -14,13 +14,13 @@ import operator
 import threading
 from typing import TYPE_CHECKING, Any
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory
 from cuda_core._stream import Stream
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._utils import as_int_handle
 
 if TYPE_CHECKING:
     from cuda_core._device import Device

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_int_handle
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -21,8 +23,6 @@ from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _SharedMemory
 from cuda_core._stream import _as_open_stream as _as_stream
 from cuda_core._stream import _as_stream as _stream_accept
-from cuda_core._utils import as_int_handle
-from cuda_core._utils import as_size as _as_size
 
 if TYPE_CHECKING:
     from typing import Any, ClassVar
@@ -114,10 +114,19 @@ class LegacyPinnedMemoryResource(_SharedMemory, _SynchronousAllocatorResource):
     def __repr__(self) -> str:
         return "<LegacyPinnedMemoryResource>"
 
+    #: Read by :attr:`Buffer.device_id`, which gives -1 for this memory.
+    _bound_to_no_gpu = True
+
     @property
     def device_id(self) -> int:
-        """int: -1; this memory belongs to no device."""
-        return -1
+        """This memory resource is not bound to any GPU.
+
+        Raises
+        ------
+        RuntimeError
+            Always, as in ``cuda.core`` (a buffer of this resource reports -1).
+        """
+        raise RuntimeError("a pinned memory resource is not bound to any GPU")
 
 
 class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._lifetime import require_open
 from cuda_core._loader import device_count
-from cuda_core._utils import require_open
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check_allowing, status_in
 from cuda_core._loader import device_count, init_driver
@@ -14,7 +15,6 @@ from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._memory_pool import _check_pool_options, _MemPool
 from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._peer_access import _set_peer_access
-from cuda_core._utils import check_or_create_options
 
 __all__ = ["PinnedMemoryResource", "PinnedMemoryResourceOptions"]
 

@@ -16,16 +16,17 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_int_handle, check_or_create_options
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._lifetime import require_open
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import _Release
 from cuda_core._memory._virtual_memory_regions import _Region, _release_region, _Undo
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._utils import as_int_handle, check_or_create_options, require_open
-from cuda_core._utils import as_size as _as_size
 from cuda_core.typing import _register, _StrEnum
 
 if TYPE_CHECKING:
@@ -217,6 +218,43 @@ class VirtualMemoryResourceOptions:
                 f"{name}.gpu_direct_rdma must be a bool, not {type(self.gpu_direct_rdma).__name__}"
             )
         self.peers = _peer_ordinals(name, self.peers)
+
+    # cuda.core's translators from an option value to the driver's constant,
+    # under its names and with its messages.
+
+    @staticmethod
+    def _access_to_flags(spec: str | None) -> int:
+        """Return the ``CUmemAccess_flags`` for ``"rw"``, ``"r"`` or None (0)."""
+        return _to_driver(spec, _ACCESS, "Unknown access spec")
+
+    @staticmethod
+    def _allocation_type_to_driver(spec: str) -> int:
+        """Return the ``CUmemAllocationType`` for ``"pinned"`` or ``"managed"``."""
+        return _to_driver(spec, _ALLOCATION_TYPES, "Unsupported allocation_type")
+
+    @staticmethod
+    def _location_type_to_driver(spec: str) -> int:
+        """Return the ``CUmemLocationType`` for a location type."""
+        return _to_driver(spec, _LOCATION_TYPES, "Unsupported location_type")
+
+    @staticmethod
+    def _handle_type_to_driver(spec: str | None) -> int:
+        """Return the ``CUmemAllocationHandleType`` for a handle type (None: none)."""
+        return _to_driver(spec, _HANDLE_TYPES, "Unsupported handle_type")
+
+    @staticmethod
+    def _granularity_to_driver(spec: str) -> int:
+        """Return the ``CUmemAllocationGranularity_flags`` for a granularity."""
+        return _to_driver(spec, _GRANULARITY, "Unsupported granularity")
+
+
+def _to_driver(spec: Any, table: Mapping[Any, str | None], what: str) -> int:
+    key = spec.value if isinstance(spec, enum.Enum) else spec
+    try:
+        name = table[key]
+    except (KeyError, TypeError):
+        raise ValueError(f"{what}: {spec!r}") from None
+    return 0 if name is None else int(getattr(lib, name))
 
 
 def _peer_ordinals(cls_name: str, peers: Any) -> tuple[int, ...]:

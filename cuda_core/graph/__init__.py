@@ -8,10 +8,11 @@ The API of NVIDIA's ``cuda.core.graph``.
 from __future__ import annotations
 
 from cuda_core.graph import (
-    _builder_nodes,
     _capture,
+    _capture_builders,
     _child_graph_node,
     _conditional_nodes,
+    _definition_builders,
     _event_nodes,
     _executable_nodes,
     _graph,
@@ -23,14 +24,14 @@ from cuda_core.graph import (
     _host_callback_node,
     _kernel_node,
     _memory_nodes,
-    _node_builders,
     _node_params,
     _types,
 )
-from cuda_core.graph._builder_nodes import *  # noqa: F403
 from cuda_core.graph._capture import *  # noqa: F403
+from cuda_core.graph._capture_builders import *  # noqa: F403
 from cuda_core.graph._child_graph_node import *  # noqa: F403
 from cuda_core.graph._conditional_nodes import *  # noqa: F403
+from cuda_core.graph._definition_builders import *  # noqa: F403
 from cuda_core.graph._event_nodes import *  # noqa: F403
 from cuda_core.graph._executable_nodes import *  # noqa: F403
 from cuda_core.graph._graph import *  # noqa: F403
@@ -42,12 +43,11 @@ from cuda_core.graph._graph_options import *  # noqa: F403
 from cuda_core.graph._host_callback_node import *  # noqa: F403
 from cuda_core.graph._kernel_node import *  # noqa: F403
 from cuda_core.graph._memory_nodes import *  # noqa: F403
-from cuda_core.graph._node_builders import *  # noqa: F403
 from cuda_core.graph._node_params import *  # noqa: F403
 from cuda_core.graph._types import *  # noqa: F403
 
 __all__ = (
-    _builder_nodes.__all__
+    _capture_builders.__all__
     + _capture.__all__
     + _child_graph_node.__all__
     + _conditional_nodes.__all__
@@ -62,7 +62,12 @@ __all__ = (
     + _host_callback_node.__all__
     + _kernel_node.__all__
     + _memory_nodes.__all__
-    + _node_builders.__all__
+    + _definition_builders.__all__
     + _node_params.__all__
     + _types.__all__
 )
+
+# Read-only properties fail as on cuda.core's classes (see cuda_core._read_only).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import as_int_handle
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_registry import _CLASSES, _register, _require_definition
 
@@ -28,6 +28,9 @@ class ChildGraphNode(GraphNode):
     __slots__ = ("_child",)
     _extra = ("_child",)
     _child: GraphDefinition
+
+    def _repr_fields(self) -> str:
+        return f" child={self._child._h:#x}"
 
     def _load(self) -> None:
         out = ffi.new("CUgraph *")

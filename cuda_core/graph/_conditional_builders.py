@@ -3,7 +3,7 @@
 ``while_loop`` and ``switch``.
 
 :class:`~cuda_core.graph.GraphNode` inherits them through
-:class:`~cuda_core.graph._node_builders._NodeBuilders`.  Each adds a
+:class:`~cuda_core.graph._definition_builders._DefinitionBuilders`.  Each adds a
 conditional node depending on the node it is called on; the node's bodies
 are new graph definitions, viewed through the node.
 """

@@ -23,7 +23,7 @@ There are three kinds of builders:
 
 This module holds the builder's life: its states, capture, forks and
 completion.  The methods that add nodes to the capture themselves
-(conditional nodes, child graphs, host callbacks) are in ``_builder_nodes``,
+(conditional nodes, child graphs, host callbacks) are in ``_capture_builders``,
 the stream-capture helpers in ``_capture``, the options in
 ``_graph_options``.
 """
@@ -34,12 +34,12 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._lifetime import Closeable
 from cuda_core._stream import Stream
-from cuda_core._utils import Closeable, index_or_none
 from cuda_core.graph._attachments import GraphBox, drain
-from cuda_core.graph._builder_nodes import _BuilderNodes
 from cuda_core.graph._capture import (
     _ACTIVE,
     _BODY,
@@ -56,6 +56,7 @@ from cuda_core.graph._capture import (
     _Cell,
     _finalize_builder,
 )
+from cuda_core.graph._capture_builders import _CaptureBuilders
 from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_definition import GraphDefinition
 from cuda_core.graph._graph_options import _dot_print
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["GraphBuilder"]
 
 
-class GraphBuilder(_BuilderNodes, Closeable):
+class GraphBuilder(_CaptureBuilders, Closeable):
     """A graph under construction by stream capture.
 
     A graph groups CUDA kernels and other operations with their dependencies

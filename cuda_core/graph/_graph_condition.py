@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuda_core._coerce import index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_version
-from cuda_core._utils import index_or_none
 
 __all__ = ["GraphCondition"]
 

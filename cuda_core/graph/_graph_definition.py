@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._lifetime import Closeable
 from cuda_core._loader import init_driver
-from cuda_core._utils import Closeable, as_int_handle
 from cuda_core.graph._attachments import GraphBox, drain
 from cuda_core.graph._graph import _instantiate
 from cuda_core.graph._graph_condition import _condition_args, _create_condition
@@ -129,8 +130,11 @@ class GraphDefinition(Closeable):
         self._closed = False
 
     def __repr__(self) -> str:
-        state = "" if self._is_valid() else " (invalid)"
-        return f"<GraphDefinition handle={self._h:#x}{state}>"
+        if self._is_valid():
+            return f"<GraphDefinition handle={self._h:#x}>"
+        parent = self._parent
+        gone = parent is not None and not self._closed and not self._box.closed
+        return f"<GraphDefinition handle={0 if gone else self._h:#x} (invalid)>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphDefinition):
@@ -200,8 +204,22 @@ class GraphDefinition(Closeable):
 
     @property
     def handle(self) -> int:
-        """int: The address of the underlying ``CUgraph``."""
-        self._check_valid()
+        """int: The address of the underlying ``CUgraph``.
+
+        0 for a view of a graph that is gone with the node holding it (a
+        child graph or conditional body whose node was destroyed), as in
+        ``cuda.core``.
+
+        Raises
+        ------
+        RuntimeError
+            If this definition, or the one owning its graph, was closed.
+        """
+        if self._closed or self._box.closed:
+            self._check_valid()  # raises
+        parent = self._parent
+        if parent is not None and not parent.is_valid:
+            return 0
         return self._h
 
     # ------------------------------------------------------------------

@@ -4,7 +4,7 @@
 Nodes are made by the builder methods of
 :class:`~cuda_core.graph.GraphDefinition` (entry nodes, with no
 dependencies) and of other nodes (nodes that depend on that node; see
-``_node_builders``).  Each builder returns the node it added, typed by kind
+``_definition_builders``).  Each builder returns the node it added, typed by kind
 (:class:`~cuda_core.graph.KernelNode`, :class:`~cuda_core.graph.MemcpyNode`,
 ...; defined in the ``_*_node(s)`` modules).  One Python object stands for
 one driver node: :meth:`GraphDefinition.nodes
@@ -33,11 +33,11 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, MutableSet
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import as_int_handle
 from cuda_core.graph._attachments import drain, prepare, release
-from cuda_core.graph._node_builders import _NodeBuilders
+from cuda_core.graph._definition_builders import _DefinitionBuilders
 from cuda_core.graph._node_params import _list_nodes
 from cuda_core.graph._node_registry import _BY_TYPE, _register
 from cuda_core.graph._types import CUgraphNodeType
@@ -56,7 +56,7 @@ __all__ = ["EmptyNode", "GraphNode"]
 _registry: weakref.WeakValueDictionary[tuple[int, int], GraphNode] = weakref.WeakValueDictionary()
 
 
-class GraphNode(_NodeBuilders):
+class GraphNode(_DefinitionBuilders):
     """A node of a :class:`~cuda_core.graph.GraphDefinition`.
 
     Nodes are created by the builder methods of a graph definition (entry
@@ -111,11 +111,16 @@ class GraphNode(_NodeBuilders):
     def __repr__(self) -> str:
         if self._node is None:
             return "<GraphNode entry>" if self.is_valid else "<GraphNode destroyed>"
-        if self._destroyed:
-            if type(self) is GraphNode:
-                return "<GraphNode destroyed>"
-            return f"<{type(self).__name__} handle=0x0>"
-        return f"<{type(self).__name__} handle={self._h:#x}>"
+        if self._destroyed and type(self) is GraphNode:
+            return "<GraphNode destroyed>"
+        # As cuda.core: ``<Kind handle=0x... field=...>``; a destroyed node of a
+        # kind shows handle 0x0 and the fields recorded when it was made.
+        handle = 0 if self._destroyed else self._h
+        return f"<{type(self).__name__} handle={handle:#x}{self._repr_fields()}>"
+
+    def _repr_fields(self) -> str:
+        """The `` name=value`` fields of this node's kind in ``repr`` (subclasses)."""
+        return ""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphNode):

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig
-from cuda_core._utils import as_int_handle
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_params import _kernel_params
 from cuda_core.graph._node_registry import _register
@@ -36,6 +36,9 @@ class KernelNode(GraphNode):
     _kernel: Kernel | None
     _launch: tuple[tuple[int, int, int], tuple[int, int, int], int]
     _kern_h: int
+
+    def _repr_fields(self) -> str:
+        return f" kernel={self._kern_h:#x}"
 
     def _params(self) -> Any:
         self._check_valid()

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 import cuda_core._arg_plan as _arg_plan
+from cuda_core._coerce import as_address, index_or_none
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _current_ctx
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check
@@ -23,9 +25,8 @@ from cuda_core._kernel import Kernel
 from cuda_core._launch_config import _coerce_config
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._release import claim_allocation
-from cuda_core._utils import as_address, index_or_none
-from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._types import GraphMemoryType
+from cuda_core.typing import _refuse
 
 __all__: list[str] = []
 
@@ -72,12 +73,10 @@ def _device_id(value: object, what: str) -> int:
 def _memory_type(value: object) -> GraphMemoryType:
     if value is None:
         return GraphMemoryType.DEVICE
-    try:
-        return GraphMemoryType(value)  # type: ignore[arg-type]  # the enum refuses others
-    except ValueError:
-        raise ValueError(
-            f"memory_type must be one of 'device', 'host', 'managed', got {value!r}"
-        ) from None
+    if not isinstance(value, str):  # the enum would compare it with each value
+        _refuse(GraphMemoryType, value)
+    # An unknown value: "'x' is not a valid GraphMemoryType. Must be ...", as cuda.core.
+    return GraphMemoryType(value)
 
 
 def _as_address(value: object, what: str) -> int:

@@ -15,7 +15,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._utils import Closeable
+from cuda_core._lifetime import Closeable
 from cuda_core.system._enums import from_nvml, to_nvml
 from cuda_core.system._nvml import check, is_initialized
 from cuda_core.system.exceptions import NvmlError

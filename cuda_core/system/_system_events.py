@@ -14,7 +14,7 @@ import weakref
 from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._utils import Closeable
+from cuda_core._lifetime import Closeable
 from cuda_core.system._device import Device
 from cuda_core.system._device_events import event_mask
 from cuda_core.system._enums import from_nvml

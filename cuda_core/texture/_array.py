@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any, TypeVar
 
+from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import as_int_handle, check_or_create_options
 from cuda_core.texture._base import ArrayBase, check_array_options
 from cuda_core.texture._copy import copy_array
 from cuda_core.texture._formats import (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cuda_core._utils import Closeable
+from cuda_core._lifetime import Closeable
 from cuda_core.texture._formats import check_format_channels, check_shape
 from cuda_core.texture._handle import device_of
 

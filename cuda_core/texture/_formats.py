@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuda_core._coerce import index_or_none
 from cuda_core._cuda_ffi import lib
-from cuda_core._utils import index_or_none
 from cuda_core.typing import ArrayFormatType
 
 __all__ = []
@@ -110,13 +110,6 @@ def check_shape(shape: Any, low: int = 1) -> tuple[int, ...]:
         if dim < 1:
             raise ValueError(f"shape[{i}] must be >= 1, got {dim}")
     return tuple(dims)
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """Return ``value`` if it is a bool; raise TypeError naming ``name`` otherwise."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return value
 
 
 def element_bytes(format: ArrayFormatType, num_channels: int) -> int:

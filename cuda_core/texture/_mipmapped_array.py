@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cuda_core._coerce import as_int_handle, check_or_create_options, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import as_int_handle, check_or_create_options, index_or_none
 from cuda_core.texture._array import _array_from_shared, _descriptor
 from cuda_core.texture._base import ArrayBase, check_array_options
 from cuda_core.texture._handle import Lifetime, SharedHandle

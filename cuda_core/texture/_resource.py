@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cuda_core._coerce import index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._release import claim_allocation
-from cuda_core._utils import index_or_none
 from cuda_core.texture._array import OpaqueArray
 from cuda_core.texture._base import ElementFormat
 from cuda_core.texture._formats import FORMAT_TO_CU, check_format_channels, element_bytes

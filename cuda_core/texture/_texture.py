@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
+from cuda_core._coerce import check_or_create_options, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._utils import check_or_create_options, index_or_none
 from cuda_core.texture._base import BoundObject
 from cuda_core.texture._handle import Lifetime
 from cuda_core.texture._resource import ResourceDescriptor

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
-from cuda_core._memory._copy_options import CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder
+from cuda_core._memory._copy_with_options import (
+    CopyOptions,
+    MemcpyOverlapMode,
+    MemcpySrcAccessOrder,
+)
 from cuda_core._memory._managed_memory_ops import (
     discard_batch,
     discard_prefetch_batch,
@@ -33,3 +37,8 @@ __all__ = [
     "make_program_cache_key",
     "prefetch_batch",
 ]
+
+# Read-only properties fail as on cuda.core's classes (see cuda_core._read_only).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()

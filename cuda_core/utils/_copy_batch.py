@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, driver_error
 from cuda_core._memory._batch import SIZE_MAX, coerce_buffers, hex_address, run_starts, u64_array
-from cuda_core._memory._copy_options import (
+from cuda_core._memory._copy_with_options import (
     _DEFAULT_OPTIONS,
     _fill_attributes,
     _normalize_copy_options,
@@ -26,7 +26,7 @@ from cuda_core._stream import _as_open_stream
 
 if TYPE_CHECKING:
     from cuda_core._memory._buffer import Buffer
-    from cuda_core._memory._copy_options import CopyOptions
+    from cuda_core._memory._copy_with_options import CopyOptions
     from cuda_core._stream import Stream
     from cuda_core.graph import GraphBuilder
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as
 from cuda_core._memory import _dlpack
-from cuda_core._utils import as_int_handle
 from cuda_core.utils._memoryview_layout import (
     _as_index,
     _dlpack_to_numpy_dtype,

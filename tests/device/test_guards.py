@@ -15,7 +15,7 @@ import gc
 import sys
 
 from cuda_core._cuda_ffi import ffi
-from cuda_core._utils import GUARD_HANDLES, drop_guard, open_class, open_handle_methods
+from cuda_core._lifetime import GUARD_HANDLES, drop_guard, open_class, open_handle_methods
 
 IS_PYPY = sys.implementation.name == "pypy"
 
@@ -140,7 +140,9 @@ def test_shared_event_dropped_unclosed_gives_up_only_its_claim(monkeypatch):
         last.append(_address(handle))
         return 0
 
-    monkeypatch.setattr(share_mod, "lib", types.SimpleNamespace(cuEventDestroy=destroy))
+    monkeypatch.setattr(
+        share_mod, "lib", types.SimpleNamespace(cc_event_destroy_in=lambda ctx, h: destroy(h))
+    )
     event = _OpenEvent()
     event._handle = ffi.cast("CUevent", 0x40)
     if GUARD_HANDLES:

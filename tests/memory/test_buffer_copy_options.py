@@ -23,7 +23,7 @@ from cuda_core import (
     LegacyPinnedMemoryResource,
 )
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._memory import _copy_options, _location
+from cuda_core._memory import _copy_with_options, _location
 from cuda_core.utils import CopyOptions, MemcpySrcAccessOrder
 
 
@@ -66,11 +66,11 @@ class FakeDriver:
 def fake_driver(monkeypatch):
     """Install a FakeDriver; ``set_version(v)`` picks the driver version (13.2 to start)."""
     driver = FakeDriver()
-    monkeypatch.setattr(_copy_options, "lib", driver)
+    monkeypatch.setattr(_copy_with_options, "lib", driver)
     monkeypatch.setattr(_slots, "Device", FakeDevice)
     versions = [13020]
     monkeypatch.setattr(_location, "current_driver_version", lambda: versions[0])
-    monkeypatch.setattr(_copy_options, "current_driver_version", lambda: versions[0])
+    monkeypatch.setattr(_copy_with_options, "current_driver_version", lambda: versions[0])
 
     def set_version(v):
         versions[0] = v

@@ -28,7 +28,7 @@ ROOT = pathlib.Path(CHECKOUT) / PACKAGE
 LAYERS = [
     ("extension", ["_cuda_ffi"]),
     ("exceptions, loader, error layer, versions", ["_errors", "_loader", "_version"]),
-    ("shared helpers and typing", ["_utils", "_slots", "typing"]),
+    ("shared helpers and typing", ["_coerce", "_lifetime", "_read_only", "_slots", "typing"]),
     ("context", ["_context", "_device_resources", "_host"]),
     (
         "events and streams",
@@ -51,7 +51,7 @@ LAYERS = [
     ("linker and program", ["_linker", "_linker_*", "_program", "_program_*", "_compile_common"]),
     ("utils and graph", ["utils", "utils.*", "graph", "graph.*"]),
     ("Device", ["_device", "_device_properties", "_device_textures"]),
-    ("package face", ["", "__main__"]),
+    ("package face", ["", "__main__", "_install"]),
 ]
 
 # Packages beside the stack: (names, the highest layer they may import).

@@ -24,7 +24,7 @@ from cuda_core import (
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._memory import _batch, _location
-from cuda_core._memory._copy_options import (
+from cuda_core._memory._copy_with_options import (
     _fill_attributes,
     _normalize_copy_options,
     _reject_unsupported_during_api_call,

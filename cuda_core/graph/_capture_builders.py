@@ -4,7 +4,7 @@
 Work submitted to a builder's stream (launches, copies, allocations) is
 captured by the driver; these methods add nodes to the capture themselves.
 :class:`~cuda_core.graph.GraphBuilder` inherits them from
-:class:`_BuilderNodes`: :meth:`create_condition` and the conditional
+:class:`_CaptureBuilders`: :meth:`create_condition` and the conditional
 builders (``if_then``, ``if_else``, ``switch``, ``while_loop``), each
 returning builders that capture into the bodies of the conditional node
 (``cuStreamBeginCaptureToGraph``); :meth:`embed`, which adds a finished
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
-class _BuilderNodes:
+class _CaptureBuilders:
     """The node-adding methods of :class:`~cuda_core.graph.GraphBuilder`.
 
     GraphBuilder is its only subclass; these methods use its slots and its
@@ -229,7 +229,7 @@ class _BuilderNodes:
             building.
         """
         self._require_open()
-        if not isinstance(child, _BuilderNodes):
+        if not isinstance(child, _CaptureBuilders):
             raise TypeError(f"child must be a GraphBuilder, not {type(child).__name__}")
         if child._closed or child._state != _ENDED or child._kind == _FORKED:
             raise ValueError("Child graph has not finished building.")

@@ -1,36 +1,35 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Small shared helpers: option coercion, argument checks, handle conversion."""
+"""Lifetimes of resource owners: ``with``, the closed check, open twins, safety nets.
+
+An object that owns a driver resource is *open* until ``close()``; these
+helpers give it ``with`` support (:class:`Closeable`), the error of a use
+after close (:func:`require_open`), the open/closed class twins behind the
+hot paths (:func:`open_class`, :func:`open_handle_methods`) and the
+finalizer or PyPy guard that releases an object nobody closed
+(:func:`handle_finalizer`, :data:`GUARD_HANDLES`, :func:`drop_guard`).
+"""
 
 from __future__ import annotations
 
-import operator
-import os
 import sys
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core._errors import check
 
 if TYPE_CHECKING:
     from types import TracebackType
-    from typing import Any, Callable, Literal, TypeVar
+    from typing import Any, Callable, TypeVar
 
     _T = TypeVar("_T")
 
     from typing_extensions import Self
 
 __all__ = [
-    "SIZE_MAX",
-    "as_address",
-    "as_int_handle",
-    "as_list",
-    "as_size",
-    "check_nonnegative_int",
-    "check_or_create_options",
-    "drop_guard",
+    "Closeable",
     "GUARD_HANDLES",
+    "drop_guard",
     "handle_finalizer",
-    "index_or_none",
     "open_class",
     "open_handle_methods",
     "require_open",
@@ -56,127 +55,6 @@ class Closeable:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-@overload
-def check_or_create_options(
-    cls: type[_T], options: Any, desc: str, *, keep_none: Literal[False] = ...
-) -> _T: ...
-@overload
-def check_or_create_options(
-    cls: type[_T], options: Any, desc: str, *, keep_none: bool
-) -> _T | None: ...
-def check_or_create_options(
-    cls: type[_T], options: Any, desc: str, *, keep_none: bool = False
-) -> _T | None:
-    """Coerce ``options`` into an instance of the options class ``cls``.
-
-    As ``cuda.core`` does: ``None`` becomes ``cls()`` (or stays None with
-    ``keep_none``), a dict becomes ``cls(**options)`` (an unknown key raises
-    the TypeError of ``cls.__init__``), an instance passes through, and
-    anything else raises TypeError ``"The <desc> must be provided as an
-    object of type <cls> or as a dict with valid <desc>. The provided object
-    is '<options>'."``.
-    """
-    if options is None:
-        if keep_none:
-            return None
-        options = cls()
-    elif isinstance(options, dict):
-        options = cls(**options)
-    if not isinstance(options, cls):
-        raise TypeError(
-            f"The {desc} must be provided as an object of type {cls.__name__} or as a dict "
-            f"with valid {desc}. The provided object is '{options}'."
-        )
-    return options
-
-
-def index_or_none(value: object) -> int | None:
-    """Return ``value`` as a Python int (``operator.index``), or None if it is no integer.
-
-    Bools (Python's and NumPy's) are not integers here, and neither is a
-    class or an object whose ``__index__`` fails (a NumPy array of more than
-    one element): callers turn None into a TypeError that names their
-    argument.
-    """
-    if isinstance(value, (bool, type)):
-        return None
-    tp = type(value)
-    if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
-        return None  # NumPy versions differ on whether numpy.bool_ is an index
-    try:
-        return operator.index(value)  # type: ignore[arg-type]  # failure means "no int"
-    except Exception:  # noqa: BLE001 - any failure means "not an integer"
-        return None
-
-
-#: The largest ``size_t`` / ``CUdeviceptr`` value.
-SIZE_MAX = (1 << 64) - 1
-
-
-def as_size(value: Any, what: str = "size") -> int:
-    """Return ``value`` as a ``size_t`` int, raising TypeError/ValueError naming ``what``."""
-    if value.__class__ is not int or value < 0:
-        value = check_nonnegative_int(value, what)
-    if value > SIZE_MAX:
-        raise ValueError(f"{what} {value} does not fit in size_t (2**64 - 1 at most)")
-    return value  # type: ignore[no-any-return]  # an int by the checks above
-
-
-def as_address(value: Any, what: str, accepted: str) -> int:
-    """Return ``value`` as an address in ``[0, 2**64)``.
-
-    A non-integer raises TypeError saying ``what`` must be ``accepted``
-    (e.g. ``"an int address or a Buffer"``).
-    """
-    if value.__class__ is not int:
-        index = index_or_none(value)
-        if index is None:
-            raise TypeError(f"{what} must be {accepted}, not {type(value).__name__}")
-        value = index
-    if not 0 <= value <= SIZE_MAX:
-        raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
-    return value  # type: ignore[no-any-return]  # an int by the checks above
-
-
-def as_list(value: Any, scalars: tuple[type, ...] = (str, os.PathLike)) -> list[Any]:
-    """Return ``value`` as a list: None is empty, an instance of ``scalars`` one item."""
-    if value is None:
-        return []
-    if isinstance(value, scalars):
-        return [value]
-    return list(value)
-
-
-def check_nonnegative_int(value: object, what: str) -> int:
-    """Return ``value`` as an int, raising TypeError/ValueError with ``what``."""
-    index = index_or_none(value)
-    if index is None:
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    value = index
-    if value < 0:
-        raise ValueError(f"{what} must be >= 0, got {value}")
-    return value
-
-
-#: 2**64: added to an address read back as a negative ``intptr_t``.
-_WORD_SPAN = 1 << 64
-
-
-def as_int_handle(value: Any) -> int:
-    """Return the address held by a cffi pointer/handle as a Python int.
-
-    ``value`` may also be an int in ``[0, 2**64)`` that came from the driver
-    (a ``CUdeviceptr`` output, say).  The address is read as ``intptr_t``:
-    PyPy then keeps the int as a machine word, where an unsigned 64-bit read
-    gives a big-integer object that is markedly slower wherever the address
-    is used next (launch arguments, frees, arithmetic on it).  Addresses at
-    or above ``2**63``, which no platform CUDA supports hands out, keep their
-    value.
-    """
-    address = int(ffi.cast("intptr_t", value))
-    return address if address >= 0 else address + _WORD_SPAN
 
 
 def require_open(obj: object, closed: bool, what: str) -> None:

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The builder methods of graph nodes (``launch``, ``memcpy``, ``record``, ...).
 
-:class:`~cuda_core.graph.GraphNode` inherits them from :class:`_NodeBuilders`;
+:class:`~cuda_core.graph.GraphNode` inherits them from :class:`_DefinitionBuilders`;
 :class:`~cuda_core.graph.GraphDefinition` calls them on its entry node.
 Each adds a node that depends on the node it is called on and returns the
 new node, typed by kind.
@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from cuda_core._coerce import as_int_handle
+from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _current_device_id
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_at_least
-from cuda_core._utils import as_int_handle
-from cuda_core._utils import as_size as _as_size
 from cuda_core.graph._attachments import GraphBox, drain, prepare, release, resolve_host_callback
 from cuda_core.graph._conditional_builders import _ConditionalBuilders
 from cuda_core.graph._node_params import (
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
-class _NodeBuilders(_ConditionalBuilders):
+class _DefinitionBuilders(_ConditionalBuilders):
     """The builder methods of :class:`~cuda_core.graph.GraphNode` (its only subclass).
 
     They use the node's ``_gdef``, ``_node`` and ``_dep`` slots and its
@@ -117,7 +117,7 @@ class _NodeBuilders(_ConditionalBuilders):
         node: KernelNode = _CLASSES["KernelNode"]._make(self._gdef, c_node, kernel=kernel)
         return node
 
-    def join(self, *nodes: _NodeBuilders) -> EmptyNode:
+    def join(self, *nodes: _DefinitionBuilders) -> EmptyNode:
         """Add an empty node that depends on this node and on ``nodes``.
 
         Parameters
@@ -144,7 +144,7 @@ class _NodeBuilders(_ConditionalBuilders):
         self._check_valid()
         handles = [] if self._node is None else [self._node]
         for i, other in enumerate(nodes):
-            if not isinstance(other, _NodeBuilders):
+            if not isinstance(other, _DefinitionBuilders):
                 raise TypeError(
                     f"join() argument {i} must be a GraphNode, not {type(other).__name__}"
                 )
@@ -191,16 +191,16 @@ class _NodeBuilders(_ConditionalBuilders):
         TypeError
             For arguments of the wrong type.
         ValueError
-            For a non-positive size or an unknown memory type.
+            For a negative size or an unknown memory type.
+        CUDAError
+            If the driver refuses the allocation (a size of 0, for one).
 
         Notes
         -----
         Graph allocations cannot be shared through IPC.
         """
         self._check_valid()
-        size = _as_size(size, "size")
-        if size == 0:
-            raise ValueError("size must be > 0 for a graph allocation")
+        size = _as_size(size, "size")  # 0 goes to the driver, which refuses it (as cuda.core)
         device_id = _current_device_id() if device is None else _device_id(device, "device")
         kind = _memory_type(memory_type)
         peers = (
