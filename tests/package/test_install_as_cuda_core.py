@@ -39,7 +39,9 @@ def _run(code, *extra_path, timeout=120, check=True):
         capture_output=True,
         text=True,
         env=env,
-        cwd=ROOT,
+        # Where the package under test lives: the checkout, or site-packages
+        # for an installed wheel (the checkout's unbuilt copy must not shadow it).
+        cwd=package_root(),
         timeout=timeout,
     )
     if check:
