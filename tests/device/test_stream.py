@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 import pytest
 from _stream_setup import ENV, Foreign
+from conftest import gpu_status
 
 from cuda_core import (
     LEGACY_DEFAULT_STREAM,
@@ -104,7 +105,11 @@ def test_from_handle_is_borrowed_and_compares_by_handle():
     assert s != Stream.from_handle(0x1235)
     assert (s == "x") is False and (s == 0x1234) is False
     assert s.__cuda_stream__() == (0, 0x1234)
-    assert repr(s).startswith("<Stream handle=0x1234 context=0x")
+    if not gpu_status()[0]:
+        # The repr asks the driver for the stream's context, as cuda.core's does:
+        # with a driver present a made-up handle cannot be asked (a real borrowed
+        # stream's repr is checked in test_stream_gpu.py).
+        assert repr(s).startswith("<Stream handle=0x1234 context=0x")
     s.close()
     s.close()
     assert s.is_closed

@@ -42,6 +42,9 @@ def test_create_stream_defaults(device):
         assert s.__cuda_stream__() == (0, s.handle)
         ctx = s.context.handle
         assert repr(s) == f"<Stream handle={s.handle:#x} context={ctx:#x}>"
+        borrowed = Stream.from_handle(s.handle)  # its context is read from the driver
+        assert repr(borrowed) == f"<Stream handle={s.handle:#x} context={ctx:#x}>"
+        borrowed.close()
         flags = ffi.new("unsigned int *")
         check(lib.cuStreamGetFlags(s._handle, flags))
         assert flags[0] & lib.CU_STREAM_NON_BLOCKING
