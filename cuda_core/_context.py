@@ -17,6 +17,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import DeviceResources
@@ -25,7 +26,7 @@ from cuda_core._lifetime import require_open
 from cuda_core._loader import init_driver
 
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any
 
     from cuda_core._stream import Stream
 
@@ -38,9 +39,6 @@ _tls = threading.local()
 # Green contexts by handle int, so that a handle read back from the driver
 # (set_current's previous context) gives the same Context object.
 _GREEN_CONTEXTS: weakref.WeakValueDictionary[int, Context] = weakref.WeakValueDictionary()
-# [function(ctx, options) -> Stream] creating a green context's streams;
-# filled by cuda_core._green_context (streams are a higher layer).
-_GREEN_STREAM_FACTORY: list[Callable[[Context, Any], Stream]] = []
 
 
 class Context:
@@ -162,7 +160,7 @@ class Context:
                 "Context.create_stream() is only supported on green contexts. "
                 "Use Device.create_stream() for primary contexts."
             )
-        return _GREEN_STREAM_FACTORY[0](self, options)
+        return _slots.create_green_stream(self, options)  # streams are a higher layer
 
     @property
     def handle(self) -> int:

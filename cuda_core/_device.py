@@ -371,13 +371,7 @@ class Device(TextureFactories):
         GraphBuilder
         """
         self._check_initialized()
-        builder = _slots.graph_builder()
-        if builder is None:
-            raise ImportError(
-                "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
-            )
-        # The class comes from a registration slot typed Any: its _init gives a GraphBuilder.
-        return builder._init(stream=self.create_stream(), is_stream_owner=True)  # type: ignore[no-any-return]
+        return _slots.graph_builder()._init(stream=self.create_stream(), is_stream_owner=True)
 
     def can_access_peer(self, peer: Device | int) -> bool:
         """Return whether this device can access memory on ``peer``.

@@ -13,6 +13,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 
 if TYPE_CHECKING:
@@ -340,14 +341,8 @@ def driver_not_found_error() -> LibraryNotFoundError:
     )
 
 
-# Registration slot: cuda_core._loader (above this module) puts its
-# ``ensure_loaded`` here when it is imported.
-_ensure_loaded: Callable[[str], None] | None = None
-
-
 def _library_not_loaded(which: str) -> CUDAError:
-    if _ensure_loaded is not None:
-        _ensure_loaded(which)  # raises LibraryNotFoundError with the search report
+    _slots.ensure_loaded(which)  # raises LibraryNotFoundError with the search report
     return CUDAError(f"{which} was not loaded before use")
 
 

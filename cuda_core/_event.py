@@ -357,7 +357,7 @@ class Event(Closeable):
         """Device: The device this event was created on (None if unknown)."""
         if self._ctx is None:
             return None
-        return _slots.Device(self._ctx._device_id)
+        return _slots.device_class()(self._ctx._device_id)
 
     @property
     def context(self) -> Context:

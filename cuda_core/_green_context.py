@@ -23,7 +23,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import cuda_core._context as _context
+import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._context import Context, _bufs
 from cuda_core._cuda_ffi import ffi, lib
@@ -36,7 +36,6 @@ from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._lifetime import GUARD_HANDLES
 from cuda_core._stream import _OWNED, _OpenStream, _release_stream
 from cuda_core._stream_options import StreamOptions, _checked_priority
-from cuda_core.typing import _register
 
 if TYPE_CHECKING:
     from cuda_core._stream import Stream
@@ -45,7 +44,7 @@ __all__ = ["ContextOptions", "DeviceResourcesType"]
 
 #: The resources a green context is made of (:attr:`ContextOptions.resources`).
 DeviceResourcesType = typing.Sequence[typing.Union[SMResource, WorkqueueResource]]
-_register(DeviceResourcesType=DeviceResourcesType)
+_slots.DeviceResourcesType = DeviceResourcesType  # cuda_core.typing reads it
 
 
 @dataclass
@@ -172,4 +171,4 @@ def _destroy_green_ctx(c_green: Any) -> None:
         warn_cuda("cuGreenCtxDestroy (green context finalizer)", status)
 
 
-_context._GREEN_STREAM_FACTORY.append(_create_green_stream)
+_slots.green_stream_factory = _create_green_stream

@@ -199,7 +199,7 @@ def _accept_stream(stream: object) -> Stream:
             "stream is required and must not be None; pass device.default_stream "
             "explicitly to use the default stream."
         )
-    builder = _slots.GraphBuilder
+    builder = _slots.graph_builder_if_loaded()
     if builder is not None and isinstance(stream, builder):
         stream._require_open()  # a closed builder has no stream to launch on
         return stream.stream

@@ -15,6 +15,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._program_status as _status
+import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._compile_common import _SUPPORTED_TARGETS, read_log
 from cuda_core._cuda_ffi import ffi, lib
@@ -276,7 +277,7 @@ class Program(Closeable):
             with self._lock:
                 self._require_open()
                 return self._compile(target_type, name_expressions, logs)
-        cache_type, make_key = _cache_support()
+        cache_type, make_key = _slots.program_cache_support()
         if cache_type is None or not isinstance(cache, cache_type):
             raise TypeError(
                 "cache must be an instance of cuda_core.utils.ProgramCacheResource; "
@@ -540,27 +541,6 @@ class Program(Closeable):
 
 
 # -- private helpers ---------------------------------------------------------------
-
-
-#: [(ProgramCacheResource, make_program_cache_key)], filled by
-#: ``cuda_core.utils`` when it is imported (it sits above this module).
-_CACHE_SUPPORT: list[tuple[type[ProgramCacheResource], Callable[..., object]]] = []
-
-
-def _register_cache_support(
-    cache_type: type[ProgramCacheResource], make_key: Callable[..., object]
-) -> None:
-    """Let :meth:`Program.compile` use the program caches of ``cuda_core.utils``."""
-    _CACHE_SUPPORT[:] = [(cache_type, make_key)]
-
-
-def _cache_support() -> tuple[type[ProgramCacheResource] | None, Callable[..., object] | None]:
-    """Return ``(ProgramCacheResource, make_program_cache_key)``, or ``(None, None)``.
-
-    No cache object can exist before ``cuda_core.utils`` is imported, so an
-    empty slot means the ``cache=`` argument is not a cache.
-    """
-    return _CACHE_SUPPORT[0] if _CACHE_SUPPORT else (None, None)
 
 
 def _expect_str(code: object) -> None:

@@ -345,13 +345,7 @@ class Stream(Closeable):
         """
         if self._closed:
             require_open(self, True, "Stream")
-        builder = _slots.graph_builder()
-        if builder is None:
-            raise ImportError(
-                "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
-            )
-        # The class comes from a registration slot typed Any: its _init gives a GraphBuilder.
-        return builder._init(stream=self, is_stream_owner=False)  # type: ignore[no-any-return]
+        return _slots.graph_builder()._init(stream=self, is_stream_owner=False)
 
     def _event_context(self) -> Context | None:
         """Return the Context new events for this stream belong in (None: current).
@@ -423,8 +417,8 @@ class Stream(Closeable):
         if ctx is None:
             ctx = _context_of(_current_ctx())
             if ctx is None:
-                return _slots.Device()
-        return _slots.Device(ctx._device_id)
+                return _slots.device_class()()
+        return _slots.device_class()(ctx._device_id)
 
     @property
     def context(self) -> Context:
@@ -476,7 +470,7 @@ def _as_stream(obj: object, what: str = "stream") -> Stream:
     """
     if isinstance(obj, Stream):
         return obj
-    builder = _slots.GraphBuilder
+    builder = _slots.graph_builder_if_loaded()
     if builder is not None and isinstance(obj, builder):
         stream = obj.stream
         if stream is None:  # a closed builder has no stream

@@ -583,5 +583,6 @@ def _reduce_helper(mr: MemoryResource, ipc_descriptor: IPCBufferDescriptor) -> B
         # A spawned process unpickles its arguments before running its
         # target: bind a context so the default stream can be used.
         device_id = mr.device_id
-        (_slots.Device(device_id) if device_id >= 0 else _slots.Device()).set_current()
+        device = _slots.device_class()
+        (device(device_id) if device_id >= 0 else device()).set_current()
     return Buffer.from_ipc_descriptor(mr, ipc_descriptor, stream=_default_stream())

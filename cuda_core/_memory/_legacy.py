@@ -133,7 +133,7 @@ class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):
     _free_name = "cuMemFree"
 
     def __init__(self, device_id: Device | int) -> None:
-        self._device_id = _slots.Device(device_id).device_id
+        self._device_id = _slots.device_class()(device_id).device_id
 
     def __repr__(self) -> str:
         return f"<_SynchronousMemoryResource device_id={self._device_id}>"

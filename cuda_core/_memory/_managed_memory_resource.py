@@ -24,7 +24,7 @@ from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core.typing import _register, _StrEnum
+from cuda_core.typing import ManagedMemoryLocationType
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
@@ -77,17 +77,6 @@ _LOCATION_TYPE_NAMES: dict[int, str] = {
     lib.CU_MEM_LOCATION_TYPE_HOST_NUMA: "host_numa",
     lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: "host_numa_current",
 }
-
-
-class ManagedMemoryLocationType(_StrEnum):
-    """Kinds of preferred location of a managed memory pool (plain strings also work)."""
-
-    DEVICE = "device"
-    HOST = "host"
-    HOST_NUMA = "host_numa"
-
-
-_register(ManagedMemoryLocationType)
 
 
 @dataclasses.dataclass

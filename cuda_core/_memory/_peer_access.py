@@ -60,7 +60,7 @@ class PeerAccessibleBySetProxy(MutableSet["Device"]):
         return _pool_access(self._mr, dev_id) == MemoryPoolAccess.READ_WRITE
 
     def __iter__(self) -> Iterator[Device]:
-        return iter([_slots.Device(i) for i in _peer_ids(self._mr)])
+        return iter([_slots.device_class()(i) for i in _peer_ids(self._mr)])
 
     def __len__(self) -> int:
         return len(_peer_ids(self._mr))
@@ -154,7 +154,7 @@ def _resolve_device_id(value: Any) -> int:
     """The ordinal of ``value`` (a Device or an int); TypeError or ValueError otherwise."""
     if isinstance(value, bool):
         raise TypeError("a device must be a Device or an int ordinal, not bool")
-    return _slots.Device(value).device_id
+    return _slots.device_class()(value).device_id
 
 
 def _pool_access(mr: _MemPool, dev_id: int) -> MemoryPoolAccess:

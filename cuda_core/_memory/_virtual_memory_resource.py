@@ -27,7 +27,13 @@ from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import _Release
 from cuda_core._memory._virtual_memory_regions import _Region, _release_region, _Undo
 from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core.typing import _register, _StrEnum
+from cuda_core.typing import (
+    VirtualMemoryAccessType,
+    VirtualMemoryAllocationType,
+    VirtualMemoryGranularityType,
+    VirtualMemoryHandleType,
+    VirtualMemoryLocationType,
+)
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
@@ -51,48 +57,6 @@ def _release_of(buf: Buffer) -> _Release:
     rel = buf._release
     assert isinstance(rel, _Release)
     return rel
-
-
-class VirtualMemoryAllocationType(_StrEnum):
-    """Physical allocation kind (plain strings also work)."""
-
-    PINNED = "pinned"
-    MANAGED = "managed"
-
-
-class VirtualMemoryLocationType(_StrEnum):
-    """Where the physical memory lives (plain strings also work)."""
-
-    DEVICE = "device"
-    HOST = "host"
-    HOST_NUMA = "host_numa"
-    HOST_NUMA_CURRENT = "host_numa_current"
-
-
-class VirtualMemoryHandleType(_StrEnum):
-    """Exportable handle type of the physical memory (plain strings also work).
-
-    The members are ``cuda.core``'s; the plain string ``"win32"`` is also
-    accepted by :class:`VirtualMemoryResourceOptions` (``CU_MEM_HANDLE_TYPE_WIN32``).
-    """
-
-    POSIX_FD = "posix_fd"
-    WIN32_KMT = "win32_kmt"
-    FABRIC = "fabric"
-
-
-class VirtualMemoryGranularityType(_StrEnum):
-    """Which allocation granularity sizes are rounded to (plain strings also work)."""
-
-    MINIMUM = "minimum"
-    RECOMMENDED = "recommended"
-
-
-class VirtualMemoryAccessType(_StrEnum):
-    """Access granted to a device (plain strings also work; None means no access)."""
-
-    READ_WRITE = "rw"
-    READ = "r"
 
 
 _K = TypeVar("_K")
@@ -138,15 +102,6 @@ def _choice(cls_name: str, field: str, value: Any, table: Mapping[_K, object]) -
         allowed = ", ".join(repr(k) for k in table)
         raise ValueError(f"{cls_name}.{field} must be one of {allowed}; got {value!r}")
     return key
-
-
-_register(
-    VirtualMemoryAccessType,
-    VirtualMemoryAllocationType,
-    VirtualMemoryGranularityType,
-    VirtualMemoryHandleType,
-    VirtualMemoryLocationType,
-)
 
 
 @dataclasses.dataclass
@@ -236,7 +191,7 @@ def _peer_ordinals(cls_name: str, peers: Any) -> tuple[int, ...]:
         ) from None
     ordinals: list[int] = []
     for p in items:
-        dev_id = p.device_id if isinstance(p, _slots.Device) else p
+        dev_id = p.device_id if isinstance(p, _slots.device_class()) else p
         if isinstance(dev_id, bool) or not isinstance(dev_id, int):
             raise TypeError(
                 f"{cls_name}.peers must hold Devices or device ordinals, got "
@@ -279,7 +234,7 @@ class VirtualMemoryResource(MemoryResource):
             VirtualMemoryResourceOptions, config, "VirtualMemoryResource options"
         )
         self._regions: dict[int, _Region] = {}
-        device = _slots.Device(device_id)
+        device = _slots.device_class()(device_id)
         self._dev_id = device.device_id
         self.device: Device | None = (
             None if self.config.location_type.startswith("host") else device
