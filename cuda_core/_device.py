@@ -30,9 +30,9 @@ from cuda_core._device_properties import DeviceProperties
 from cuda_core._device_resources import DeviceResources
 from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event, _new_event, _OpenEvent, _release_event
+from cuda_core._event import Event, _new_event
+from cuda_core._event import _adopt as _adopt_event
 from cuda_core._green_context import create_green_context
-from cuda_core._lifetime import GUARD_HANDLES as _GUARD_HANDLES
 from cuda_core._lifetime import require_open
 from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
@@ -61,7 +61,6 @@ _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device = lib.cc_current_device
 _cc_event_new_untimed = lib.cc_event_new_untimed
-_gc = ffi.gc
 _cuCtxSetCurrent = lib.cuCtxSetCurrent
 
 
@@ -321,15 +320,7 @@ class Device(TextureFactories):
         if options is None:  # the common case, inline (see _new_event)
             c_event = _cc_event_new_untimed(self._c_ctx)  # _c_ctx is _context's handle
             if c_event:
-                event = _OpenEvent()
-                event._handle = c_event
-                if _GUARD_HANDLES:  # PyPy: the safety net (see _lifetime.GUARD_HANDLES)
-                    event._guard = _gc(c_event, _release_event)
-                event._ctx = self._context
-                event._flags = _DISABLE_TIMING
-                event._closed = False
-                event._share = None
-                return event
+                return _adopt_event(c_event, self._context, _DISABLE_TIMING)
         return _new_event(Event, options, self._context, False)
 
     def allocate(self, size: int, *, stream: Stream | GraphBuilder) -> Buffer:

@@ -319,17 +319,11 @@ class Event(Closeable):
         ctx = _context_of(_current_ctx())
         out = ffi.new("CUevent *")
         check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
-        self = _OpenIpcEvent() if cls is Event else open_class(cls, _event_finalizer)()
-        self._handle = out[0]
-        if GUARD_HANDLES and cls is Event:
-            self._guard = _gc(out[0], _release_event)
-        self._ctx = ctx  # type: ignore[assignment]  # see _ctx
-        self._flags = _DISABLE_TIMING | _INTERPROCESS
+        flags = _DISABLE_TIMING | _INTERPROCESS
         if ipc_descriptor._blocking:
-            self._flags |= _BLOCKING_SYNC
+            flags |= _BLOCKING_SYNC
+        self = _adopt(out[0], ctx, flags, cls)
         self._ipc_desc = ipc_descriptor
-        self._closed = False
-        self._share = None
         return self
 
     @property
@@ -509,8 +503,26 @@ def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool)
     c_event = _cc_event_new(c_ctx, flags)
     if not c_event:
         check(_cc_status())
+    self = _adopt(c_event, ctx, flags, cls)
+    if flags & _INTERPROCESS:
+        try:
+            self.ipc_descriptor  # noqa: B018 - export eagerly, as upstream does
+        except BaseException:
+            self.close()
+            raise
+    return self
+
+
+def _adopt(c_event: Any, ctx: Context | None, flags: int, cls: type[Event] = Event) -> Event:
+    """Make the Event object of ``c_event``: the one constructor every path uses.
+
+    ``ctx`` is the event's Context (None: unknown), ``flags`` its
+    ``CU_EVENT_*`` flags.  The object is an instance of an open twin of
+    ``cls`` (the IPC twin for an interprocess event of the library's own
+    class, which also gets the PyPy guard).
+    """
     if cls is Event:
-        self = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
+        self: Event = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
         if GUARD_HANDLES:
             self._guard = _gc(c_event, _release_event)
     else:
@@ -520,12 +532,6 @@ def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool)
     self._flags = flags
     self._closed = False
     self._share = None
-    if flags & _INTERPROCESS:
-        try:
-            self.ipc_descriptor  # noqa: B018 - export eagerly, as upstream does
-        except BaseException:
-            self.close()
-            raise
     return self
 
 

@@ -12,6 +12,7 @@ in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cuda_core._slots as _slots
@@ -118,28 +119,14 @@ class Stream(Closeable):
         )
 
     @classmethod
-    def _new(
-        cls, c_stream: Any, kind: int, owner: object = None, ctx: Context | None = None
-    ) -> Stream:
-        # Never an instance of the open twin: that class means "owned and open".
-        self: Stream = object.__new__(cls.__dict__.get("_plain", cls))
-        self._handle = c_stream
-        self._h = as_int_handle(c_stream)
-        self._kind = kind
-        self._owner = owner
-        self._ctx = ctx
-        self._closed = False
-        return self
-
-    @classmethod
     def _legacy_default(cls) -> Stream:
         """Return a legacy default stream object (handle ``CU_STREAM_LEGACY``)."""
-        return cls._new(ffi.cast("CUstream", 1), _BUILTIN)
+        return _adopt(ffi.cast("CUstream", 1), 1, None, _BUILTIN, cls=cls)
 
     @classmethod
     def _per_thread_default(cls) -> Stream:
         """Return a per-thread default stream object (handle ``CU_STREAM_PER_THREAD``)."""
-        return cls._new(ffi.cast("CUstream", 2), _BUILTIN)
+        return _adopt(ffi.cast("CUstream", 2), 2, None, _BUILTIN, cls=cls)
 
     @classmethod
     def _init(
@@ -165,9 +152,10 @@ class Stream(Closeable):
         """Wrap a Stream or a ``__cuda_stream__`` object as a borrowed Stream keeping it alive."""
         if isinstance(obj, Stream):
             require_open(obj, obj._closed, "Stream")
-            return cls._new(obj._handle, _BORROWED, owner=obj, ctx=obj._ctx)
+            return _adopt(obj._handle, obj._h, obj._ctx, _BORROWED, obj, cls)
         address = _stream_address(obj)
-        return cls._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
+        c_stream = ffi.cast("CUstream", address)
+        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED, obj, cls)
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
@@ -334,7 +322,8 @@ class Stream(Closeable):
             )
         if address < 0:
             raise ValueError(f"handle must be a non-negative stream address, got {address}")
-        return Stream._new(ffi.cast("CUstream", address), _BORROWED)
+        c_stream = ffi.cast("CUstream", address)
+        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED)
 
     def create_graph_builder(self) -> GraphBuilder:
         """Create a :class:`~cuda_core.graph.GraphBuilder` that captures work on this stream.
@@ -523,18 +512,8 @@ def _create_stream(
     status = _cc_stream_create(ctx._handle, flags, priority, b.stream)
     if status:  # hot path: check() only on failure
         check(status)
-    self = _OpenStream() if cls is Stream else open_class(cls, _stream_finalizer)()
-    self._handle = b.stream[0]
-    if GUARD_HANDLES and cls is Stream:
-        self._guard = _gc(self._handle, _release_stream)
-    self._h = b.stream_int[0]
-    self._kind = _OWNED
-    self._ctx = ctx
-    self._closed = False
-    if options is not None:
-        self._nonblocking = nonblocking
-        self._priority = priority
-    return self
+    known = None if options is None else (nonblocking, priority)
+    return _adopt(b.stream[0], b.stream_int[0], ctx, cls=cls, options=known)
 
 
 def _new_default_stream(ctx: Context) -> Stream:
@@ -542,14 +521,50 @@ def _new_default_stream(ctx: Context) -> Stream:
     c_stream = _cc_stream_new(ctx._handle)
     if not c_stream:
         check(_cc_status())
-    self = _OpenStream()
+    return _adopt(c_stream, _cc_last_handle(), ctx)
+
+
+def _adopt(
+    c_stream: Any,
+    h: int,
+    ctx: Context | None,
+    kind: int = _OWNED,
+    owner: object = None,
+    cls: type[Stream] = Stream,
+    options: tuple[bool, int] | None = None,
+) -> Stream:
+    """Make the Stream object of ``c_stream``: the one constructor every path uses.
+
+    ``h`` is the handle's address as an int, ``ctx`` the stream's Context
+    (None: unknown).  An owned stream (``kind`` ``_OWNED``) is an instance of
+    the open twin of ``cls``, with the PyPy guard for the library's own class
+    (whose release keeps ``owner``, a green context, alive until it ran);
+    borrowed and built-in streams are plain instances of ``cls`` that keep
+    ``owner`` (the foreign object) alive.  ``options`` is ``(nonblocking,
+    priority)`` where they are known; otherwise they are asked of the driver
+    when first read.
+    """
+    if kind == _OWNED:
+        if cls is Stream:
+            self: Stream = _OpenStream()
+            if GUARD_HANDLES:
+                release = (
+                    _release_stream if owner is None else partial(_release_stream, owner=owner)
+                )
+                self._guard = _gc(c_stream, release)
+        else:
+            self = open_class(cls, _stream_finalizer)()
+    else:  # never the open twin: that class means "owned and open"
+        self = object.__new__(cls.__dict__.get("_plain", cls))
     self._handle = c_stream
-    if GUARD_HANDLES:
-        self._guard = _gc(c_stream, _release_stream)
-    self._h = _cc_last_handle()
-    self._kind = _OWNED
+    self._h = h
+    self._kind = kind
     self._ctx = ctx
     self._closed = False
+    if owner is not None:
+        self._owner = owner
+    if options is not None:
+        self._nonblocking, self._priority = options
     return self
 
 
