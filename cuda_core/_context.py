@@ -154,7 +154,7 @@ class Context:
         ValueError
             If ``options`` asks for a blocking stream.
         """
-        require_open(self, self._closed, "Context")
+        require_open(self._closed, "Context")
         if self._green is None:
             raise RuntimeError(
                 "Context.create_stream() is only supported on green contexts. "
@@ -165,7 +165,7 @@ class Context:
     @property
     def handle(self) -> int:
         """int: The address of the underlying ``CUcontext``."""
-        require_open(self, self._closed, "Context")
+        require_open(self._closed, "Context")
         return self._h
 
     @property
@@ -190,7 +190,7 @@ class Context:
         RuntimeError
             If the context is closed.
         """
-        require_open(self, self._closed, "Context")
+        require_open(self._closed, "Context")
         green = self._green
         c_green = None if green is None else green.c_green
         return DeviceResources._for_context(self._device_id, self._handle, c_green, self)

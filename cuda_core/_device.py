@@ -210,7 +210,7 @@ class Device(TextureFactories):
             return None
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be a Context or None, not {type(ctx).__name__}")
-        require_open(ctx, ctx._closed, "Context")
+        require_open(ctx._closed, "Context")
         if ctx._device_id != self._device_id:
             raise RuntimeError(
                 f"the provided context was created on the device with id={ctx._device_id}, "

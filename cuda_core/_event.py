@@ -204,8 +204,7 @@ class Event(Closeable):
         """
         if not isinstance(other, Event):
             return NotImplemented
-        if self._closed or other._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed or other._closed, "Event")
         try:
             out = _tls.b.f32
         except AttributeError:
@@ -288,8 +287,7 @@ class Event(Closeable):
         With ``blocking_sync`` the calling thread sleeps; otherwise it spins.
         The GIL is released while waiting.
         """
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         status = _cuEventSynchronize(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -335,15 +333,13 @@ class Event(Closeable):
         CUDAError
             For any driver status other than success or "not ready".
         """
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         return check_allowing(lib.cuEventQuery(self._handle), _NOT_READY)
 
     @property
     def handle(self) -> int:
         """int: The address of the underlying ``CUevent``."""
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         return self._h
 
     @property
@@ -395,8 +391,7 @@ class Event(Closeable):
             pass
         if not self._flags & _INTERPROCESS:
             raise RuntimeError("Event is not IPC-enabled")
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         c_ipc = ffi.new("CUipcEventHandle *")
         check(lib.cuIpcGetEventHandle(c_ipc, self._handle))
         self._ipc_desc = IPCEventDescriptor._init(

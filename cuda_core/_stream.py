@@ -12,6 +12,7 @@ in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -151,7 +152,7 @@ class Stream(Closeable):
     def _wrap(cls, obj: object) -> Stream:
         """Wrap a Stream or a ``__cuda_stream__`` object as a borrowed Stream keeping it alive."""
         if isinstance(obj, Stream):
-            require_open(obj, obj._closed, "Stream")
+            require_open(obj._closed, "Stream")
             return _adopt(obj._handle, obj._h, obj._ctx, _BORROWED, obj, cls)
         address = _stream_address(obj)
         c_stream = ffi.cast("CUstream", address)
@@ -159,8 +160,7 @@ class Stream(Closeable):
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         return (0, self._h)
 
     def __eq__(self, other: object) -> bool:
@@ -205,8 +205,7 @@ class Stream(Closeable):
 
         The GIL is released while waiting.
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         status = _cuStreamSynchronize(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -244,8 +243,7 @@ class Stream(Closeable):
             if status:  # hot path: check() only on failure
                 check(status)
             return event
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         if event is None:
             event = _new_event(Event, options, self._event_context(), True)
         else:
@@ -258,8 +256,7 @@ class Stream(Closeable):
                     "IPC-enabled events should not be re-recorded, instead create a "
                     "new event by supplying options."
                 )
-            if event._closed:
-                require_open(event, True, "Event")
+            require_open(event._closed, "Event")
         status = _cuEventRecord(event._handle, self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -280,22 +277,18 @@ class Stream(Closeable):
         TypeError
             (also a ValueError) for anything else.
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         if isinstance(event_or_stream, Event):
-            if event_or_stream._closed:
-                require_open(event_or_stream, True, "Event")
+            require_open(event_or_stream._closed, "Event")
             check(lib.cuStreamWaitEvent(self._handle, event_or_stream._handle, 0))
             return
         try:
-            other = _as_stream(event_or_stream, "event_or_stream")
+            other = _as_stream(event_or_stream)
         except TypeError as exc:
             raise _WaitArgumentError(
                 "only an Event, a Stream, or an object supporting __cuda_stream__ can be "
                 f"waited on, got {type(event_or_stream).__name__}"
             ) from exc
-        if other._closed:
-            require_open(other, True, "Stream")
         ctx = other._event_context()
         _wait_on_stream(self._handle, other._handle, None if ctx is None else ctx._handle)
 
@@ -332,8 +325,7 @@ class Stream(Closeable):
         -------
         GraphBuilder
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         return _slots.graph_builder()._init(stream=self, is_stream_owner=False)
 
     def _event_context(self) -> Context | None:
@@ -357,15 +349,13 @@ class Stream(Closeable):
     @property
     def handle(self) -> int:
         """int: The address of the underlying ``CUstream`` (``int(handle)`` also works)."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         return self._h
 
     @property
     def is_nonblocking(self) -> bool:
         """bool: Whether the stream does not synchronize with the legacy default stream."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         try:
             return self._nonblocking
         except AttributeError:
@@ -380,8 +370,7 @@ class Stream(Closeable):
     @property
     def priority(self) -> int:
         """int: The stream priority (a lower number is a higher priority)."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         try:
             return self._priority
         except AttributeError:
@@ -400,8 +389,7 @@ class Stream(Closeable):
         For the default streams this is the device of the calling thread's
         current context.
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         ctx = self._event_context()
         if ctx is None:
             ctx = _context_of(_current_ctx())
@@ -416,8 +404,7 @@ class Stream(Closeable):
         The default streams have no context of their own: for them this is the
         calling thread's current context (None if there is none).
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         ctx = self._event_context()
         if ctx is None:
             return _context_of(_current_ctx())  # type: ignore[return-value]  # None: no context
@@ -442,12 +429,17 @@ class _WaitArgumentError(TypeError, ValueError):
     """Stream.wait got something that is neither an event nor a stream."""
 
 
-def _as_stream(obj: object, what: str = "stream") -> Stream:
-    """Return ``obj`` as a Stream.
+def _as_stream(obj: Any, *, check_open: bool = True, for_launch: bool = False) -> Stream:
+    """Return ``obj`` as a Stream: the one stream coercer.
 
-    Accepts a :class:`Stream`, a :class:`~cuda_core.graph.GraphBuilder` (its
-    stream), or any object implementing ``__cuda_stream__`` (wrapped as a
-    borrowed Stream that keeps ``obj`` alive).
+    An exact Stream passes at once (the hot path); so does a Stream subclass.
+    A :class:`~cuda_core.graph.GraphBuilder` gives its stream, and any object
+    implementing ``__cuda_stream__`` is wrapped as a borrowed Stream that
+    keeps ``obj`` alive.  With ``check_open``, a closed stream raises (its
+    destroyed handle must never reach the driver).  ``for_launch`` words it
+    as ``cuda.core``'s ``launch`` does: None has its own TypeError, and a
+    ``__cuda_stream__`` object, once wrapped, warns that passing it is
+    deprecated.
 
     Raises
     ------
@@ -455,10 +447,25 @@ def _as_stream(obj: object, what: str = "stream") -> Stream:
         ``"Stream or GraphBuilder expected, got <type>"`` (as ``cuda.core``
         words it) for anything else.
     RuntimeError
-        For a closed GraphBuilder.
+        For a closed GraphBuilder, or a closed stream with ``check_open``.
     """
+    if obj.__class__ is not _OpenStream and obj.__class__ is not Stream:
+        obj = _convert_stream(obj, for_launch)
+    if check_open and obj._closed:  # hot path: the call only on failure
+        require_open(True, "Stream")
+    stream: Stream = obj
+    return stream
+
+
+def _convert_stream(obj: object, for_launch: bool) -> Stream:
+    """The slow part of :func:`_as_stream`: anything but an exact Stream."""
     if isinstance(obj, Stream):
         return obj
+    if obj is None and for_launch:
+        raise TypeError(
+            "stream is required and must not be None; pass device.default_stream "
+            "explicitly to use the default stream."
+        )
     builder = _slots.graph_builder_if_loaded()
     if builder is not None and isinstance(obj, builder):
         stream = obj.stream
@@ -466,22 +473,16 @@ def _as_stream(obj: object, what: str = "stream") -> Stream:
             raise RuntimeError("Graph builder has been closed.")
         return stream
     if hasattr(obj, "__cuda_stream__"):
-        return Stream._wrap(obj)
+        wrapped = Stream._wrap(obj)
+        if for_launch:
+            warnings.warn(
+                "Passing foreign stream objects to this function via the stream protocol is "
+                "deprecated. Convert the object explicitly using Stream(obj) instead.",
+                DeprecationWarning,
+                stacklevel=4,  # the caller of launch()
+            )
+        return wrapped
     raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
-
-
-def _as_open_stream(obj: Any, what: str = "stream") -> Stream:
-    """Return ``obj`` as an open Stream (see :func:`_as_stream`).
-
-    Raises TypeError naming ``what`` for a non-stream, and RuntimeError for a
-    closed stream (its destroyed handle must never reach the driver).  An
-    exact Stream skips the conversion (the common case, on hot paths).
-    """
-    if obj.__class__ is not _OpenStream and obj.__class__ is not Stream:
-        obj = _as_stream(obj, what)
-    if obj._closed:
-        require_open(obj, True, "Stream")
-    return obj  # type: ignore[no-any-return]  # a Stream by now
 
 
 #: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.

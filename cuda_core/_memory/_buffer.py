@@ -36,7 +36,7 @@ from cuda_core._memory._release import (
     _Release,
     open_buffer_close,
 )
-from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from typing import Callable, ClassVar, TypeVar
@@ -129,7 +129,7 @@ class Buffer(BufferExports, Closeable):
         Callable[[MemoryResource, IPCBufferDescriptor], Buffer],
         tuple[MemoryResource | None, IPCBufferDescriptor],
     ]:
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         return _reduce_helper, (self._mr, self.ipc_descriptor)
 
     @classmethod
@@ -320,7 +320,7 @@ class Buffer(BufferExports, Closeable):
         TypeError
             If ``stream`` is not a stream.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if stream is None:
             raise TypeError("stream must be a Stream or GraphBuilder, not None")
         s = _as_stream(stream)
@@ -374,7 +374,7 @@ class Buffer(BufferExports, Closeable):
             If either buffer is closed, or for ``DURING_API_CALL`` with a
             driver older than CUDA 13.2.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         s = _as_stream(stream)
         size = self._size
         if dst is None:
@@ -387,7 +387,7 @@ class Buffer(BufferExports, Closeable):
         elif not isinstance(dst, Buffer):
             raise TypeError(f"dst must be a Buffer, not {type(dst).__name__}")
         else:
-            require_open(dst, dst._closed, "destination Buffer")
+            require_open(dst._closed, "destination Buffer")
         if dst._size != size:
             raise ValueError(
                 f"buffer sizes mismatch between src and dst (sizes are: src={size}, "
@@ -422,10 +422,10 @@ class Buffer(BufferExports, Closeable):
             If this buffer or ``src`` is closed, or as :meth:`copy_to` for
             ``DURING_API_CALL``.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if not isinstance(src, Buffer):
             raise TypeError(f"src must be a Buffer, not {type(src).__name__}")
-        require_open(src, src._closed, "source Buffer")
+        require_open(src._closed, "source Buffer")
         s = _as_stream(stream)
         size = self._size
         if src._size != size:
@@ -459,7 +459,7 @@ class Buffer(BufferExports, Closeable):
             If a buffer ``value`` is not 1, 2 or 4 bytes long, or the buffer
             size is not a multiple of that width.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         s = _as_stream(stream)
         val, width = _parse_fill_value(value)
         size = self._size
@@ -503,7 +503,7 @@ class Buffer(BufferExports, Closeable):
     @property
     def device_id(self) -> int:
         """int: The device ordinal of this memory, or -1 when bound to no device."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if self._mr is not None:
             return self._mr.device_id
         return self._memory_attrs()[2]
@@ -511,7 +511,7 @@ class Buffer(BufferExports, Closeable):
     @property
     def is_device_accessible(self) -> bool:
         """bool: Whether the GPU can access this memory."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if self._mr is not None:
             return self._mr.is_device_accessible
         return self._memory_attrs()[0]
@@ -519,7 +519,7 @@ class Buffer(BufferExports, Closeable):
     @property
     def is_host_accessible(self) -> bool:
         """bool: Whether the CPU can access this memory."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if self._mr is not None:
             return self._mr.is_host_accessible
         return self._memory_attrs()[1]
@@ -527,7 +527,7 @@ class Buffer(BufferExports, Closeable):
     @property
     def is_managed(self) -> bool:
         """bool: Whether this is CUDA managed (unified) memory."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if self._mr is not None:
             return bool(self._mr.is_managed)
         return self._memory_attrs()[3]
@@ -547,7 +547,7 @@ class Buffer(BufferExports, Closeable):
         RuntimeError
             If the memory resource is not IPC-enabled.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         extra = self._extra
         if extra is None:
             extra = self._extra = _Extra(None, None)

@@ -21,8 +21,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _SharedMemory
-from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import _as_stream as _stream_accept
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from typing import Any, ClassVar
@@ -160,7 +159,7 @@ def _sync_before_free(stream: Stream | GraphBuilder | None) -> None:
     """
     c_ctx = None
     if stream is not None:
-        s = _stream_accept(stream, "stream")
+        s = _as_stream(stream, check_open=False)
         if not s._closed:
             s.sync()
             return

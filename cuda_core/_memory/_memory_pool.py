@@ -25,8 +25,7 @@ from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._memory._pool_attributes import _MemPoolAttributes
 from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
-from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import _OpenStream
+from cuda_core._stream import _as_stream, _OpenStream
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -245,8 +244,7 @@ class _MemPool(MemoryResource, Closeable):
     def _checked_args(self, size: object, stream: object) -> tuple[_Stream, int]:
         """Refuse allocation (closed or mapped resource) or return ``(stream, size)`` checked."""
         if self._fast is None:
-            if self._closed:
-                require_open(self, True, type(self).__name__)
+            require_open(self._closed, type(self).__name__)
             raise TypeError("Cannot allocate from a mapped IPC-enabled memory resource")
         return _as_stream(stream), _as_size(size)
 
@@ -273,7 +271,7 @@ class _MemPool(MemoryResource, Closeable):
     @property
     def attributes(self) -> _MemPoolAttributes:
         """_MemPoolAttributes: The pool's attributes, read live from the driver."""
-        require_open(self, self._closed, type(self).__name__)
+        require_open(self._closed, type(self).__name__)
         if self._attributes is None:
             self._attributes = _MemPoolAttributes._init(self)
         return self._attributes

@@ -45,14 +45,14 @@ class _MemPoolAttributes:
 
     def _get(self, attr: int, ctype: str) -> Any:
         mr = self._mr
-        require_open(mr, mr.is_closed, type(mr).__name__)
+        require_open(mr.is_closed, type(mr).__name__)
         value = ffi.new(ctype)
         check(lib.cuMemPoolGetAttribute(mr._pool, attr, value), "cuMemPoolGetAttribute")
         return value[0]
 
     def _set(self, attr: int, ctype: str, value: int) -> None:
         mr = self._mr
-        require_open(mr, mr.is_closed, type(mr).__name__)
+        require_open(mr.is_closed, type(mr).__name__)
         c_value = ffi.new(ctype, value)
         check(lib.cuMemPoolSetAttribute(mr._pool, attr, c_value), "cuMemPoolSetAttribute")
 

@@ -26,7 +26,7 @@ from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import _Release
 from cuda_core._memory._virtual_memory_regions import _Region, _release_region, _Undo
-from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._stream import _as_stream
 from cuda_core.typing import (
     VirtualMemoryAccessType,
     VirtualMemoryAllocationType,
@@ -353,7 +353,7 @@ class VirtualMemoryResource(MemoryResource):
             )
         if not isinstance(buf, Buffer):
             raise TypeError(f"buf must be a Buffer, not {type(buf).__name__}")
-        require_open(buf, buf.is_closed, "Buffer")
+        require_open(buf.is_closed, "Buffer")
         new_size = _as_size(new_size)
         region = self._regions.get(buf.handle)
         if buf.memory_resource is not self or region is None:

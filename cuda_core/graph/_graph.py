@@ -21,7 +21,7 @@ from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
 from cuda_core._lifetime import Closeable
-from cuda_core._stream import _as_open_stream
+from cuda_core._stream import _as_stream
 from cuda_core.graph._attachments import (
     _Attachment,
     drain,
@@ -215,7 +215,7 @@ class Graph(Closeable):
         """
         if self._closed:
             self._require_open()
-        stream = _as_open_stream(stream)
+        stream = _as_stream(stream)
         check(lib.cuGraphLaunch(self._exec, stream._handle))
 
     def upload(self, stream: Stream | GraphBuilder) -> None:
@@ -226,7 +226,7 @@ class Graph(Closeable):
         stream : Stream, GraphBuilder or object with ``__cuda_stream__``
         """
         self._require_open()
-        stream = _as_open_stream(stream)
+        stream = _as_stream(stream)
         check(lib.cuGraphUpload(self._exec, stream._handle))
 
     def update(self, source: GraphBuilder | GraphDefinition) -> None:
