@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
-from cuda_core._coerce import as_int_handle, check_or_create_options
+from cuda_core._coerce import as_flag, as_int_handle, check_or_create_options
 from cuda_core._context import _bufs, _context_of, _current_ctx, _pop, _push_if_needed, _tls
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
@@ -72,20 +72,6 @@ _cuEventSynchronize = lib.cuEventSynchronize
 _gc = ffi.gc
 
 
-def _check_flag(value: object, field: str, cls_name: str) -> bool:
-    """Return ``value`` as a bool; None counts as False; reject non-bools."""
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if type(value) is int and value in (0, 1):
-        return bool(value)
-    raise TypeError(
-        f"{cls_name}.{field} must be a bool (True or False), got {value!r} "
-        f"of type {type(value).__name__}"
-    )
-
-
 @dataclass
 class EventOptions:
     """Options for creating an :class:`Event`.
@@ -115,9 +101,14 @@ class EventOptions:
     ipc_enabled: bool | None = False
 
     def __post_init__(self) -> None:
-        self.timing_enabled = _check_flag(self.timing_enabled, "timing_enabled", "EventOptions")
-        self.blocking_sync = _check_flag(self.blocking_sync, "blocking_sync", "EventOptions")
-        self.ipc_enabled = _check_flag(self.ipc_enabled, "ipc_enabled", "EventOptions")
+        # None counts as False.
+        self.timing_enabled = bool(
+            as_flag(self.timing_enabled, "EventOptions.timing_enabled", none_ok=True)
+        )
+        self.blocking_sync = bool(
+            as_flag(self.blocking_sync, "EventOptions.blocking_sync", none_ok=True)
+        )
+        self.ipc_enabled = bool(as_flag(self.ipc_enabled, "EventOptions.ipc_enabled", none_ok=True))
         if self.ipc_enabled and self.timing_enabled:
             raise TypeError("IPC-enabled events cannot use timing.")
 

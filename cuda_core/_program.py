@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import cuda_core._program_status as _status
 import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle, check_or_create_options
-from cuda_core._compile_common import _SUPPORTED_TARGETS, read_log
+from cuda_core._compile_common import _SUPPORTED_TARGETS
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAWarning,
@@ -25,6 +25,7 @@ from cuda_core._errors import (
     check_nvrtc,
     check_nvvm,
     nvrtc_log,
+    read_log,
     shown_as,
 )
 from cuda_core._lifetime import Closeable
@@ -462,12 +463,11 @@ class Program(Closeable):
         check_nvvm(lib.nvvmGetCompiledResult(prog, buf), prog)
         data = ffi.buffer(buf, size[0])[:]
         if logs is not None:
-            text = read_log(
-                prog,
-                lib.nvvmGetProgramLogSize,
-                lib.nvvmGetProgramLog,
-                lambda status: check_nvvm(status, prog),
+            text, status = read_log(
+                lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog, "backslashreplace"
             )
+            if status:
+                check_nvvm(status, prog)
             if text:
                 logs.write(text)
         return ObjectCode._init(data, target_type, name=self._options.name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
-from cuda_core._coerce import as_int_handle
+from cuda_core._coerce import as_flag, as_int_handle
 from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
@@ -366,10 +366,7 @@ def _check_pool_options(
     options: DeviceMemoryResourceOptions | PinnedMemoryResourceOptions, cls_name: str
 ) -> None:
     """Validate the ``ipc_enabled`` and ``max_size`` fields of pool options ``cls_name``."""
-    if not isinstance(options.ipc_enabled, bool):
-        raise TypeError(
-            f"{cls_name}.ipc_enabled must be a bool, not {type(options.ipc_enabled).__name__}"
-        )
+    as_flag(options.ipc_enabled, f"{cls_name}.ipc_enabled", ints=False)
     if isinstance(options.max_size, bool) or not isinstance(options.max_size, int):
         raise TypeError(
             f"{cls_name}.max_size must be an int, not {type(options.max_size).__name__}"

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
-from cuda_core._coerce import as_int_handle, check_or_create_options
+from cuda_core._coerce import as_flag, as_int_handle, check_or_create_options
 from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -166,12 +166,7 @@ class VirtualMemoryResourceOptions:
                 raise ValueError(
                     f"{name}.{field} must be a non-negative int or None, got {value!r}"
                 )
-        if type(self.gpu_direct_rdma) is int and self.gpu_direct_rdma in (0, 1):
-            self.gpu_direct_rdma = bool(self.gpu_direct_rdma)
-        elif not isinstance(self.gpu_direct_rdma, bool):
-            raise TypeError(
-                f"{name}.gpu_direct_rdma must be a bool, not {type(self.gpu_direct_rdma).__name__}"
-            )
+        self.gpu_direct_rdma = as_flag(self.gpu_direct_rdma, f"{name}.gpu_direct_rdma")
         self.peers = _peer_ordinals(name, self.peers)
 
 
