@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
+from cuda_core._errors import CUDAError, check, driver_error, status_in, warn_cuda
 from cuda_core._lifetime import Closeable
 from cuda_core._stream import _as_stream
 from cuda_core.graph._attachments import (
@@ -349,7 +349,7 @@ def _update_error(status: int, result: int) -> CUDAError:
     """The exception for a refused ``cuGraphExecUpdate``, as cuda.core words it."""
     err = driver_error(status)
     name = ffi.typeof("CUgraphExecUpdateResult").elements.get(result, f"result {result}")
-    if status != lib.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
+    if not status_in(status, (lib.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,)):
         return err
     description = _UPDATE_DESCRIPTIONS.get(result, "The update failed")
     exc = CUDAError(f"Graph update failed: {description} ({name})", code=err.code, name=err.name)
