@@ -19,7 +19,7 @@ import fnmatch
 import pathlib
 
 import pytest
-from _helpers import CHECKOUT
+from _helpers import CHECKOUT, slots_and_accessors
 
 PACKAGE = "cuda_core"
 ROOT = pathlib.Path(CHECKOUT) / PACKAGE
@@ -465,15 +465,7 @@ def test_no_registry_beside_the_slots():
 def test_slots_are_read_through_their_accessors():
     # A slot is filled by assignment and read through its accessor, which
     # says what an empty slot means; never copied out by ``from ... import``.
-    tree = ast.parse((ROOT / "_slots.py").read_text())
-    slots = {
-        s.target.id
-        for s in tree.body
-        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-    }
-    accessors = {
-        f.name for f in tree.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
-    }
+    slots, accessors = slots_and_accessors()
     mods = package_modules()
     bad = []
     for module, path in mods.items():

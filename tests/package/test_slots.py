@@ -12,24 +12,11 @@ import ast
 import pathlib
 import re
 
-from _helpers import CHECKOUT
+from _helpers import CHECKOUT, slots_and_accessors
 
 ROOT = pathlib.Path(CHECKOUT)
 PACKAGE = ROOT / "cuda_core"
 DOC = ROOT / "docs" / "architecture.md"
-
-
-def _slots_and_accessors():
-    tree = ast.parse((PACKAGE / "_slots.py").read_text())
-    slots = {
-        s.target.id
-        for s in tree.body
-        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-    }
-    accessors = {
-        f.name for f in tree.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
-    }
-    return slots, accessors
 
 
 def _doc_rows():
@@ -60,12 +47,12 @@ def _fillers():
 
 
 def test_every_slot_is_in_the_doc_table_and_only_those():
-    slots, _ = _slots_and_accessors()
+    slots, _ = slots_and_accessors()
     assert set(_doc_rows()) == slots
 
 
 def test_each_slot_is_filled_by_one_module_the_doc_names():
-    slots, _ = _slots_and_accessors()
+    slots, _ = slots_and_accessors()
     fillers = _fillers()
     assert set(fillers) == slots, "every slot is filled, and nothing else is assigned"
     rows = _doc_rows()
@@ -77,7 +64,7 @@ def test_each_slot_is_filled_by_one_module_the_doc_names():
 
 
 def test_the_doc_names_existing_accessors():
-    _, accessors = _slots_and_accessors()
+    _, accessors = slots_and_accessors()
     for slot, cells in _doc_rows().items():
         named = set(re.findall(r"`(\w+)\(", cells[3]))
         assert named, f"the doc row of {slot} names no accessor"
