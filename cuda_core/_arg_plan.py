@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from cuda_core._arg_codegen import _compile, _cpython_source, _pypy_source
 from cuda_core._arg_types import (
-    _check_size,
     _classify,
     _closed_buffer,
     _ctypes_bytes,
+    _fit_param,
+    _int_overflow,
     _type_tables,
 )
 from cuda_core._coerce import as_int_handle
@@ -182,8 +183,7 @@ def _build_plan(kernel: Kernel, args: Sequence[Any], full_key: tuple[Any, ...]) 
         )
     slots = [_classify(a, i, info[i] if info is not None else None) for i, a in enumerate(args)]
     if info is not None:
-        for i, (slot, arg, param) in enumerate(zip(slots, args, info)):
-            _check_size(i, slot, arg, param)
+        slots = [_fit_param(i, *fit) for i, fit in enumerate(zip(slots, args, info))]
 
     # Lay the values out after the header, each at its natural alignment (the
     # native struct rules), structures at their slot's alignment (default
@@ -311,6 +311,9 @@ def _slow_fill(
 def _diagnose(plan: _Plan, args: Sequence[Any], exc: Exception) -> NoReturn:
     """Raise a clear error naming the argument that could not be packed."""
     for i, (slot, arg) in enumerate(zip(plan.slots, args)):
+        overflow = _int_overflow(i, slot, arg)
+        if overflow is not None:
+            raise overflow from None
         for code, cpy, _ in slot.items:
             namespace = {
                 "_np_u16": _type_tables()[2].uint16,

@@ -23,8 +23,13 @@ where the driver reports it.  Anything else raises TypeError.
 Where the driver reports the kernel's parameter sizes (CUDA 12.4 or newer),
 every argument's packed width must equal its parameter's size, checked when
 the plan is built (so never per launch): ``numpy.uint8`` for an ``int``
-parameter, or a Python ``int`` (8 bytes) for a 4-byte one, raises TypeError
+parameter, or a Python ``float`` (a double) for a 4-byte one, raises TypeError
 where ``cuda.core`` would pass the bytes and let the kernel read garbage.
+The exception is a Python ``int`` or ``bool`` for a parameter of 1, 2 or 4
+bytes: the plan packs it in the parameter's width (:func:`_fit_param`), as
+the driver reads ``cuda.core``'s ``intptr_t`` there, and a value outside
+both the signed and the unsigned range of that width raises OverflowError
+(``cuda.core`` truncates it).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import struct
 from typing import TYPE_CHECKING
 
 import cuda_core._slots as _slots
+from cuda_core._errors import shown_as
 from cuda_core._memory._buffer import Buffer
 
 if TYPE_CHECKING:
@@ -62,7 +68,7 @@ KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 class _Slot:
     """How one argument is packed: ``items`` are (struct code, CPython expr, PyPy expr)."""
 
-    __slots__ = ("type", "items", "dtype", "raw_size", "expr_keep", "align")
+    __slots__ = ("type", "items", "dtype", "raw_size", "expr_keep", "align", "int_width")
 
     type: builtins.type
     items: _Items
@@ -70,6 +76,8 @@ class _Slot:
     raw_size: int | None
     expr_keep: dict[str, Any]
     align: int | None
+    #: A Python int or bool packed in its parameter's width (1, 2 or 4 bytes), else None.
+    int_width: int | None
 
     def __init__(
         self,
@@ -86,6 +94,7 @@ class _Slot:
         self.raw_size = raw_size
         self.expr_keep = expr_keep or {}
         self.align = align
+        self.int_width = None
 
 
 def _one(code: str, cpy: str = "{a}", pypy: str | None = None) -> _Items:
@@ -226,12 +235,73 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _check_size(index: int, slot: _Slot, arg: object, param: ParamInfo) -> None:
-    """Raise TypeError if argument ``index`` packs to another size than its parameter.
+def _fit_param(index: int, slot: _Slot, arg: object, param: ParamInfo) -> _Slot:
+    """Return the slot of argument ``index`` fitted to its parameter's size.
 
     Runs when a plan is built (once per kernel and argument types), where the
-    driver reports the parameter sizes (CUDA 12.4 or newer).
+    driver reports the parameter sizes (CUDA 12.4 or newer).  A Python int
+    or bool for a parameter of 1, 2 or 4 bytes gets a slot of that width
+    (:func:`_int_slot`); any other argument must pack to exactly the
+    parameter's size (:func:`_check_size`).
     """
+    size = param.size
+    if size in _NARROW and _slot_size(slot) != size:
+        if slot.items is _INT_ITEMS or slot.items is _BOOL_ITEMS:
+            return _int_slot(slot.type, size)
+    _check_size(index, slot, arg, param)
+    return slot
+
+
+#: Python ints packed in a narrower parameter, by width: (struct code of the
+#: signed type, its largest value, the modulus of the width).
+_NARROW = {1: ("b", 0x7F, 0x100), 2: ("h", 0x7FFF, 0x1_0000), 4: ("i", 0x7FFF_FFFF, 0x1_0000_0000)}
+
+
+def _int_slot(tp: type, width: int) -> _Slot:
+    """The slot of a Python int (or bool) packed in a ``width``-byte parameter.
+
+    The value is stored as the signed type of that width: a value of the
+    unsigned range above the signed one is first taken modulo ``2**(8 *
+    width)`` (the same bits), and anything above the unsigned range becomes
+    None, which packing refuses, as it refuses a value below the signed
+    range.  The launch then takes the slow path, whose :func:`_int_overflow`
+    names the argument.  Values in the signed range cost one comparison.
+    """
+    code, top, modulus = _NARROW[width]
+    expr = f"({{a}} if {{a}} <= {top} else {{a}} - {modulus} if {{a}} < {modulus} else None)"
+    slot = _Slot(tp, _one(code, expr))
+    slot.int_width = width
+    return slot
+
+
+@shown_as(OverflowError)
+class _IntWidthOverflow(OverflowError, ValueError):
+    """A Python int outside the range of its 1-, 2- or 4-byte parameter.
+
+    An OverflowError, and a ValueError as the package's other bad values are
+    (code catching either still works).
+    """
+
+
+def _int_overflow(index: int, slot: _Slot, arg: Any) -> OverflowError | None:
+    """Return the OverflowError for a Python int outside its narrow slot's range, else None."""
+    width = slot.int_width
+    if width is None:
+        return None
+    bits = 8 * width
+    low, high = -(1 << (bits - 1)), (1 << bits) - 1
+    value = int(arg)
+    if low <= value <= high:
+        return None
+    return _IntWidthOverflow(
+        f"kernel argument {index} is {value}, which does not fit its kernel parameter of "
+        f"{_plural(width, 'byte')}: a Python int for it must lie in [{low}, {high}] (the "
+        f"signed or the unsigned range of {_plural(width, 'byte')})"
+    )
+
+
+def _check_size(index: int, slot: _Slot, arg: object, param: ParamInfo) -> None:
+    """Raise TypeError if argument ``index`` packs to another size than its parameter."""
     size = _slot_size(slot)
     if size == param.size:
         return
@@ -242,6 +312,12 @@ def _check_size(index: int, slot: _Slot, arg: object, param: ParamInfo) -> None:
         what = f"a Python int ({name}), passed as an intptr_t of {_plural(size, 'byte')}"
     elif slot.items is _FLOAT_ITEMS:
         what = f"a Python float ({name}), passed as a double of {_plural(size, 'byte')}"
+        if param.size == 4:
+            raise TypeError(
+                f"kernel argument {index} is {what}, but the kernel parameter is 4 bytes: "
+                "pass numpy.float32(value) for a float parameter (the parameter's type is "
+                "unknown, so a Python float is not narrowed)"
+            )
     else:
         what = f"a {name} of {_plural(size, 'byte')}"
     fits = _WIDTH_EXAMPLES.get(

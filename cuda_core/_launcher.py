@@ -126,9 +126,9 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
     *kernel_args
         The kernel's arguments, marshalled by type as
         ``cuda_core._arg_types`` describes (e.g. :class:`~cuda_core.Buffer`
-        -> pointer, ``int`` -> ``intptr_t``, ``numpy.float32`` ->
-        ``float``).  Each must have exactly its parameter's width (see
-        Notes).
+        -> pointer, ``int`` -> ``intptr_t``, or the parameter's width for
+        a parameter of 1, 2 or 4 bytes, ``numpy.float32`` -> ``float``).
+        Each must have exactly its parameter's width (see Notes).
 
     Raises
     ------
@@ -142,6 +142,11 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
         parameter count, or an argument's width differs from its
         parameter's size (the message names its position, its type and
         both sizes).
+    OverflowError
+        If a Python int for an integer parameter of 1, 2 or 4 bytes lies
+        outside both the signed and the unsigned range of that width (also
+        a ValueError; the message names the argument's position, the width
+        and the value).
     ValueError
         If a Python int does not fit in ``intptr_t`` (also an
         OverflowError; the message names the argument's position), a
@@ -171,11 +176,16 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
     differs from its parameter's size raises TypeError instead of being
     passed as is.  ``cuda.core`` passes e.g. a ``numpy.uint8`` for an
     ``int`` parameter (the kernel reads three bytes of whatever follows) or
-    a Python ``int`` -- always an 8-byte ``intptr_t`` -- for an ``int``
-    parameter.  Pass ``numpy.int32(n)`` for an ``int``, ``numpy.uint64(n)``
-    for a ``size_t``; Python ``int`` suits pointer-sized (8-byte) parameters
-    and ``float`` suits ``double``.  The check runs once per kernel and
-    combination of argument types, never per launch.
+    a Python ``float`` -- always an 8-byte double -- for a ``float``
+    parameter: pass ``numpy.float32(x)`` there.  A Python ``int`` or
+    ``bool`` for a parameter of 1, 2 or 4 bytes is packed in that width (for
+    an ``int``, the bytes the driver reads of ``cuda.core``'s ``intptr_t``),
+    and raises OverflowError where the value fits neither the signed nor the
+    unsigned range of the width (``cuda.core`` truncates it); for 8-byte
+    parameters it is an ``intptr_t``.  The parameter's type is unknown, so an ``int``
+    for a ``float`` parameter passes integer bits, as in ``cuda.core``.
+    The checks and the choice of width run once per kernel and combination
+    of argument types, never per launch.
     """
 
 

@@ -42,12 +42,17 @@ const char *cc_library_error(int which);
 int cc_library_path(int which, char *buf, size_t len);
 const char *cc_take_missing(int *version);
 
-/* Graph host callbacks and user objects (user_objects.c).  The callback is
-   implemented in Python (cffi's extern "Python"). */
+/* Graph host callbacks and user objects (user_objects.c).  The callback and
+   the drain run by a wakeup are implemented in Python (cffi's extern
+   "Python"). */
 void cc_host_callback(void *userData); /* cffi: extern "Python" */
+void cc_release_drain(void); /* cffi: extern "Python" */
 void cc_user_object_release(void *token);
 size_t cc_take_released(unsigned long long *out, size_t max);
 size_t cc_released_pending(void);
+int cc_drain_configure(int mode, int fd);
+void cc_drain_acknowledge(void);
+void cc_drain_stats(unsigned long long *out4, int *scheduled, int *retrying, int fail_next);
 
 /* Kernel launches (launch.c). */
 CUresult cc_launch_blob(const char *blob);

@@ -95,10 +95,12 @@ static void cc_atfork_prepare(void) {
     int i;
     for (i = 0; i < CC_NLIBS; i++) pthread_mutex_lock(&cc_libs[i].lock);
     pthread_mutex_lock(&cc_released_lock);
+    pthread_mutex_lock(&cc_drain_lock);
 }
 
 static void cc_atfork_parent(void) {
     int i;
+    pthread_mutex_unlock(&cc_drain_lock);
     pthread_mutex_unlock(&cc_released_lock);
     for (i = CC_NLIBS - 1; i >= 0; i--) pthread_mutex_unlock(&cc_libs[i].lock);
 }
@@ -116,6 +118,8 @@ static void cc_atfork_child(void) {
         memcpy(cc_libs[CC_LIB_DRIVER].error, cc_forked_message, sizeof(cc_forked_message));
         __atomic_store_n(&cc_libs[CC_LIB_DRIVER].state, CC_DRIVER_FORKED, __ATOMIC_RELEASE);
     }
+    cc_drain_after_fork_child();
+    pthread_mutex_unlock(&cc_drain_lock);
     pthread_mutex_unlock(&cc_released_lock);
     for (i = CC_NLIBS - 1; i >= 0; i--) pthread_mutex_unlock(&cc_libs[i].lock);
 }

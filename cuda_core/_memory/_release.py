@@ -47,7 +47,10 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 _NULL = ffi.NULL
-_claims_lock = threading.Lock()
+# Reentrant: a claim may be dropped by a graph drain that interrupts, on the
+# same thread, code holding the lock (a pending call on CPython, or a
+# finalizer); the counts it guards change in steps that call nothing.
+_claims_lock = threading.RLock()
 _cuMemFreeAsync = lib.cuMemFreeAsync
 _is_finalizing = sys.is_finalizing
 

@@ -27,11 +27,13 @@ launches still in flight after the executable was destroyed.
   release the references of the graphs inside it.
 * A user object's destructor runs on a driver thread where neither CUDA nor
   Python may be called.  It is a C function (``cc_user_object_release`` in
-  the extension) that only queues the object's token; :func:`drain` releases
-  the queued attachments from Python at the next safe point (node and graph
-  creation, instantiation, ``destroy()``, ``Graph.close``, ...).  That is
-  where the claims drop, and memory may be freed, never on the driver
-  thread.
+  the extension) that queues the object's token and wakes a Python thread
+  that drains the queue (``_drain``: a pending call on CPython, a pipe and a
+  daemon thread on PyPy), so what a graph kept alive goes without waiting
+  for a later cuda_core call; cuda_core also drains at its own safe points
+  (node and graph creation, instantiation, ``destroy()``, ``Graph.close``,
+  ...).  That is where the claims drop, and memory may be freed, never on
+  the driver thread.
 
 Host callbacks
 --------------
@@ -47,7 +49,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any, Callable
@@ -55,19 +56,19 @@ from typing import Any, Callable
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, warn_cuda
-from cuda_core._event_share import _EventClaim
-from cuda_core._memory._release import _AllocationClaim
+from cuda_core.graph._drain import _CLAIMS, _Attachment, _release_token, hold
+
+# The graph modules drain at their safe points through this module; tests
+# read the live tokens here.
+from cuda_core.graph._drain import _LIVE as _LIVE
+from cuda_core.graph._drain import drain as drain
+from cuda_core.graph._drain import live_count as live_count
 
 __all__: list[str] = []
 
-# token -> attachment kept alive by a CUDA user object (see module docstring).
-# (an _Attachment, or a list of them for an executable graph)
-_LIVE: dict[int, Any] = {}
+# Tokens of the user objects (see ``_drain``: token -> what it keeps alive).
 _TOKENS = itertools.count(1)
 _RELEASE_FN = ffi.addressof(lib, "cc_user_object_release")
-_DRAIN_BATCH = 256
-_CLAIMS = (_AllocationClaim, _EventClaim)
-_tls = threading.local()
 
 
 # --------------------------------------------------------------------------
@@ -226,53 +227,10 @@ def _destroy_graph(c_graph: Any) -> None:
 # --------------------------------------------------------------------------
 # CUDA user objects.
 # --------------------------------------------------------------------------
-class _Attachment:
-    """What one node version uses: plain owners and claims (dropped on release)."""
-
-    __slots__ = ("owners",)
-
-    owners: tuple[object, ...]
-
-    def __init__(self, owners: tuple[object, ...]) -> None:
-        self.owners = owners
-
-    def release(self) -> None:
-        for owner in self.owners:
-            if isinstance(owner, _CLAIMS):
-                owner.drop()
-
-
-def drain() -> None:
-    """Release the attachments whose user objects CUDA has released."""
-    if not lib.cc_released_pending():
-        return
-    try:
-        buf = _tls.drain_buf
-    except AttributeError:
-        buf = _tls.drain_buf = ffi.new("unsigned long long[]", _DRAIN_BATCH)
-    while True:
-        n = lib.cc_take_released(buf, _DRAIN_BATCH)
-        if not n:
-            return
-        for i in range(n):
-            obj = _LIVE.pop(int(buf[i]), None)
-            if obj.__class__ is _Attachment:
-                obj.release()
-            elif obj.__class__ is list:  # an executable graph's own attachments
-                for att in obj:
-                    att.release()
-
-
-def live_count() -> int:
-    """Return the number of objects currently kept alive by user objects (tests)."""
-    drain()
-    return len(_LIVE)
-
-
 def _new_user_object(obj: object) -> Any:
     """Create a user object (one reference, ours) keeping ``obj`` alive."""
     token = next(_TOKENS)
-    _LIVE[token] = obj
+    hold(token, obj)
     out = ffi.new("CUuserObject *")
     status = lib.cuUserObjectCreate(
         out,
@@ -282,7 +240,7 @@ def _new_user_object(obj: object) -> Any:
         lib.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC,
     )
     if status:
-        _LIVE.pop(token, None)
+        _release_token(token)  # no user object: nothing keeps obj
         check(status, "cuUserObjectCreate")
     return out[0]
 

@@ -22,12 +22,9 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, status_in, warn_cuda
 from cuda_core._lifetime import Closeable
 from cuda_core._stream import _as_stream
-from cuda_core.graph._attachments import (
-    _Attachment,
-    drain,
-    release_temporary,
-)
+from cuda_core.graph._attachments import drain, release_temporary
 from cuda_core.graph._attachments import retain_temporarily as _retain
+from cuda_core.graph._drain import _Attachment, _ExecAttachments
 from cuda_core.graph._executable_nodes import _VIEWS, ExecutableGraphNode
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._graph_options import GraphCompleteOptions
@@ -112,7 +109,7 @@ class Graph(Closeable):
 
     _exec: Any  # CUgraphExec cdata
     _h: int
-    _acc: list[_Attachment]  # None once closed
+    _acc: _ExecAttachments  # None once closed
     _closed: bool
     _finalizer: weakref.finalize[[Any], Graph]
 
@@ -123,7 +120,7 @@ class Graph(Closeable):
         )
 
     @classmethod
-    def _from_exec(cls, c_exec: Any, acc: list[_Attachment]) -> Graph:
+    def _from_exec(cls, c_exec: Any, acc: _ExecAttachments) -> Graph:
         self = object.__new__(cls)
         self._exec = c_exec
         self._h = as_int_handle(c_exec)
@@ -281,13 +278,12 @@ class Graph(Closeable):
 
     def _keep(self, owners: Iterable[object]) -> None:
         """Keep ``owners`` alive as long as this executable graph (node-view updates)."""
-        self._acc.append(_Attachment(tuple(owners)))
+        self._acc.atts.append(_Attachment(tuple(owners)))
 
     @property
     def handle(self) -> int:
-        """int: The address of the underlying ``CUgraphExec``."""
-        self._require_open()
-        return self._h
+        """int: The address of the underlying ``CUgraphExec`` (0 after :meth:`close`)."""
+        return 0 if self._closed else self._h
 
     @property
     def is_closed(self) -> bool:
@@ -311,7 +307,7 @@ def _instantiate(c_graph: Any, options: GraphCompleteOptions | dict[str, Any] | 
     params = ffi.new("CUDA_GRAPH_INSTANTIATE_PARAMS *")
     keep = options._to_params(params) if options else None
     # The executable's own attachments (node-view updates; append-only).
-    acc: list[_Attachment] = []
+    acc = _ExecAttachments()
     uo = _retain(c_graph, acc)
     out = ffi.new("CUgraphExec *")
     status = lib.cuGraphInstantiateWithParams(out, c_graph, params)

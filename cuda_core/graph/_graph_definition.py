@@ -130,8 +130,11 @@ class GraphDefinition(Closeable):
         self._closed = False
 
     def __repr__(self) -> str:
-        state = "" if self._is_valid() else " (invalid)"
-        return f"<GraphDefinition handle={self._h:#x}{state}>"
+        if self._is_valid():
+            return f"<GraphDefinition handle={self._h:#x}>"
+        parent = self._parent
+        gone = parent is not None and not self._closed and not self._box.closed
+        return f"<GraphDefinition handle={0 if gone else self._h:#x} (invalid)>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphDefinition):
@@ -201,8 +204,22 @@ class GraphDefinition(Closeable):
 
     @property
     def handle(self) -> int:
-        """int: The address of the underlying ``CUgraph``."""
-        self._check_valid()
+        """int: The address of the underlying ``CUgraph``.
+
+        0 for a view of a graph that is gone with the node holding it (a
+        child graph or conditional body whose node was destroyed), as in
+        ``cuda.core``.
+
+        Raises
+        ------
+        RuntimeError
+            If this definition, or the one owning its graph, was closed.
+        """
+        if self._closed or self._box.closed:
+            self._check_valid()  # raises
+        parent = self._parent
+        if parent is not None and not parent.is_valid:
+            return 0
         return self._h
 
     # ------------------------------------------------------------------

@@ -131,8 +131,16 @@ def launch_verdict(args, count_checked=True):
 
 
 def _launch_size_ok(arg, size, param_size):
-    """Scalars must have the parameter's width; structures may be shorter (zero-padded)."""
+    """Scalars must have the parameter's width; structures may be shorter (zero-padded).
+
+    A Python int or bool for a parameter of 1, 2 or 4 bytes is packed in
+    that width when it fits its signed or unsigned range.
+    """
     import ctypes
+
+    if isinstance(arg, int) and param_size in (1, 2, 4):
+        bits = 8 * param_size
+        return -(1 << (bits - 1)) <= arg < (1 << bits)
 
     if isinstance(arg, (ctypes.Structure, ctypes.Union)) or (
         isinstance(arg, np.void) and arg.dtype.fields is not None

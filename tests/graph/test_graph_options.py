@@ -405,6 +405,8 @@ class _Tracked:
 def test_released_tokens_are_dropped_by_drain():
     import weakref
 
+    from cuda_core.graph import _drain
+
     obj = _Tracked()
     ref = weakref.ref(obj)
     token = next(_attachments._TOKENS)
@@ -412,9 +414,13 @@ def test_released_tokens_are_dropped_by_drain():
     del obj
     gc.collect()
     assert ref() is not None  # kept alive by the token
-    lib.cc_user_object_release(ffi.cast("void *", token))  # what the driver's destructor does
-    assert lib.cc_released_pending() >= 1
-    _attachments.drain()
+    _drain._stop()  # no wakeup: the queue waits for the drain below
+    try:
+        lib.cc_user_object_release(ffi.cast("void *", token))  # what the driver's destructor does
+        assert lib.cc_released_pending() >= 1
+        _attachments.drain()
+    finally:
+        _drain._start()
     gc.collect()
     assert ref() is None
     assert token not in _attachments._LIVE

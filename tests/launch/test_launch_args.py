@@ -508,8 +508,8 @@ def test_kernel_attributes_device_must_be_an_int(bad):
         (np.int32(1), 8),
         (np.float32(1.0), 8),
         (ctypes.c_uint16(1), 4),
-        (True, 4),
-        (1, 4),  # a Python int is a pointer-sized intptr_t: too wide for an int
+        (True, 8),  # a bool is one byte; Python ints and bools are narrowed, never widened
+        (1, 16),  # a Python int is an intptr_t beyond 4 bytes
         (2.0, 4),  # a Python float is a double: too wide for a float
         (1 + 2j, 8),
         (np.complex64(1), 16),
