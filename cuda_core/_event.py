@@ -29,7 +29,7 @@ from cuda_core._errors import (
 )
 from cuda_core._lifetime import (
     GUARD_HANDLES,
-    Closeable,
+    ClosedFlag,
     handle_finalizer,
     open_class,
     open_handle_methods,
@@ -118,7 +118,7 @@ class _ElapsedTimeError(CUDAError, RuntimeError):
     """``Event - Event`` failed; also a RuntimeError, as upstream raises."""
 
 
-class Event(Closeable):
+class Event(ClosedFlag):
     """A marker in a stream's sequence of work.
 
     Events tell when the work recorded before them has finished
@@ -361,11 +361,6 @@ class Event(Closeable):
     def is_ipc_enabled(self) -> bool:
         """bool: Whether the event can be shared with other processes."""
         return bool(self._flags & _INTERPROCESS)
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
 
     @property
     def ipc_descriptor(self) -> IPCEventDescriptor:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Closeable",
+    "ClosedFlag",
     "GUARD_HANDLES",
     "drop_guard",
     "handle_finalizer",
@@ -55,6 +56,22 @@ class Closeable:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class ClosedFlag(Closeable):
+    """:class:`Closeable` for an owner that records its state in ``_closed``.
+
+    Adds the public :attr:`is_closed` of the classes that have one upstream.
+    """
+
+    __slots__ = ()
+
+    _closed: bool
+
+    @property
+    def is_closed(self) -> bool:
+        """bool: Whether :meth:`close` has been called."""
+        return self._closed
 
 
 def require_open(closed: bool, what: str) -> None:

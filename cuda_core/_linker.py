@@ -28,7 +28,7 @@ from cuda_core._errors import (
     read_log,
     warn_cuda,
 )
-from cuda_core._lifetime import Closeable
+from cuda_core._lifetime import ClosedFlag
 from cuda_core._linker_backend import which_backend
 from cuda_core._linker_options import LinkerOptions
 from cuda_core._module import ObjectCode
@@ -53,7 +53,7 @@ _DRIVER_INPUT_TYPES = {
 }
 
 
-class Linker(Closeable):
+class Linker(ClosedFlag):
     """Link one or more :class:`~cuda_core.ObjectCode` into a cubin or PTX.
 
     Parameters
@@ -364,11 +364,6 @@ class Linker(Closeable):
     def backend(self) -> CompilerBackendType:
         """CompilerBackendType: ``"nvJitLink"`` or ``"driver"``."""
         return self._backend
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: whether :meth:`close` has been called."""
-        return self._closed
 
 
 # -- private helpers -----------------------------------------------------------

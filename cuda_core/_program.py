@@ -28,7 +28,7 @@ from cuda_core._errors import (
     read_log,
     shown_as,
 )
-from cuda_core._lifetime import Closeable
+from cuda_core._lifetime import ClosedFlag
 from cuda_core._linker import Linker
 from cuda_core._loader import (
     ensure_loaded,
@@ -50,7 +50,7 @@ __all__ = ["Program"]
 _SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
 
 
-class Program(Closeable):
+class Program(ClosedFlag):
     """Compile device code into an :class:`~cuda_core.ObjectCode`.
 
     Parameters
@@ -508,11 +508,6 @@ class Program(Closeable):
         return bool(_status._driver_ptx_state())
 
     # -- properties --------------------------------------------------------
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: whether :meth:`close` has been called."""
-        return self._closed
 
     @property
     def pch_status(self) -> PCHStatusType | None:

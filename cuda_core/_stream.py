@@ -29,7 +29,7 @@ from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent, _wait_on_stream
 from cuda_core._lifetime import (
     GUARD_HANDLES,
-    Closeable,
+    ClosedFlag,
     handle_finalizer,
     open_class,
     open_handle_methods,
@@ -70,7 +70,7 @@ _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
 _MAX_DEFAULT_HANDLE = 2  # CU_STREAM_LEGACY is 1, CU_STREAM_PER_THREAD is 2
 
 
-class Stream(Closeable):
+class Stream(ClosedFlag):
     """An ordered queue of GPU work.
 
     Work submitted to one stream runs in submission order; work in different
@@ -414,11 +414,6 @@ class Stream(Closeable):
     def resources(self) -> DeviceResources:
         """DeviceResources: The resources of this stream's context (see ``Context.resources``)."""
         return self.context.resources
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
 
 
 # --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
-from cuda_core._lifetime import Closeable, open_class, require_open
+from cuda_core._lifetime import ClosedFlag, open_class, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["Buffer"]
 
 
-class Buffer(BufferExports, Closeable):
+class Buffer(BufferExports, ClosedFlag):
     """A handle to allocated memory.
 
     Buffers are not constructed directly: a :class:`MemoryResource` returns
@@ -494,11 +494,6 @@ class Buffer(BufferExports, Closeable):
         """object: The object kept alive for a buffer made with ``owner=``."""
         extra = self._extra
         return None if extra is None else extra.owner
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
 
     @property
     def device_id(self) -> int:

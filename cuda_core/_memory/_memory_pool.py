@@ -17,7 +17,7 @@ from cuda_core._coerce import as_flag, as_int_handle
 from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
-from cuda_core._lifetime import Closeable, require_open
+from cuda_core._lifetime import ClosedFlag, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
 from cuda_core._memory._memory_resource import MemoryResource
@@ -44,7 +44,7 @@ _new = object.__new__
 _cc_pool_alloc = lib.cc_pool_alloc
 
 
-class _MemPool(MemoryResource, Closeable):
+class _MemPool(MemoryResource, ClosedFlag):
     """Base of the memory resources backed by a ``CUmemoryPool``."""
 
     __slots__ = (
@@ -280,11 +280,6 @@ class _MemPool(MemoryResource, Closeable):
     def handle(self) -> int:
         """int: The ``CUmemoryPool`` handle (0 once closed)."""
         return 0 if self._closed else self._h
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
 
     @property
     def is_handle_owned(self) -> bool:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, driver_error, status_in, warn_cuda
-from cuda_core._lifetime import Closeable
+from cuda_core._lifetime import ClosedFlag
 from cuda_core._stream import _as_stream
 from cuda_core.graph._attachments import drain, release_temporary
 from cuda_core.graph._attachments import retain_temporarily as _retain
@@ -89,7 +89,7 @@ _UPDATE_DESCRIPTIONS = {
 }
 
 
-class Graph(Closeable):
+class Graph(ClosedFlag):
     """An executable graph (``CUgraphExec``).
 
     Made by :meth:`GraphBuilder.complete
@@ -284,11 +284,6 @@ class Graph(Closeable):
     def handle(self) -> int:
         """int: The address of the underlying ``CUgraphExec`` (0 after :meth:`close`)."""
         return 0 if self._closed else self._h
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
 
 
 # --------------------------------------------------------------------------
