@@ -65,6 +65,7 @@ from cuda_core._errors import (
 from cuda_core._event import Event, EventOptions
 from cuda_core._green_context import ContextOptions
 from cuda_core._host import Host
+from cuda_core._install import install_as_cuda_core
 from cuda_core._kernel import Kernel
 from cuda_core._launch_config import LaunchConfig
 from cuda_core._launcher import launch
@@ -128,6 +129,7 @@ __all__ = [
     "GraphicsResource",
     "GraphMemoryResource",
     "Host",
+    "install_as_cuda_core",
     "Kernel",
     "launch",
     "LaunchConfig",
@@ -180,11 +182,18 @@ if not _typing.TYPE_CHECKING:  # type checkers see the imports above
         if module is not None:
             value = getattr(_import_subpackage(module), name)
             globals()[name] = value
+            _seal_read_only()
             return value
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _slots.import_subpackage = _import_subpackage
+
+# Read-only properties fail as on cuda.core's classes (each subpackage does
+# the same at the end of its import).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()
 
 
 def __dir__() -> list[str]:

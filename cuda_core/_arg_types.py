@@ -200,6 +200,8 @@ def _classify(arg: object, index: int, param: ParamInfo | None) -> _Slot:
         return _Slot(tp, _one("N", "{a}.ptr"))
     if getattr(tp, GRAPH_CONDITION_MARKER, False):
         return _Slot(tp, _one("Q", "{a}.handle"))
+    if tp.__name__ == "CUgraphConditionalHandle" and hasattr(tp, "getPtr"):
+        return _Slot(tp, _one("Q", "int({a})"))  # cuda.bindings' handle, as cuda.core takes it
     kind = getattr(tp, KERNEL_ARG_MARKER, None)
     if kind is not None:
         return _marked_slot(tp, kind)

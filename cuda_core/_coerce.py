@@ -27,6 +27,7 @@ __all__ = [
     "as_size",
     "check_nonnegative_int",
     "check_or_create_options",
+    "driver_handle",
     "index_or_none",
 ]
 
@@ -130,11 +131,30 @@ def as_address(value: Any, what: str, accepted: str) -> int:
     if value.__class__ is not int:
         index = index_or_none(value)
         if index is None:
+            index = driver_handle(value, "CUdeviceptr")
+        if index is None:
             raise TypeError(f"{what} must be {accepted}, not {type(value).__name__}")
         value = index
     if not 0 <= value <= SIZE_MAX:
         raise ValueError(f"{what} must be an address in [0, 2**64), got {value}")
     return value  # type: ignore[no-any-return]  # an int by the checks above
+
+
+def driver_handle(value: object, *kinds: str) -> int | None:
+    """Return the address a ``cuda.bindings`` driver handle object holds, or None.
+
+    ``kinds`` names the accepted handle types (``"CUstream"``,
+    ``"CUdeviceptr"``, ...).  ``cuda.bindings`` is never imported: an object
+    is taken for one of its handles by its type's name, a ``getPtr`` method
+    and ``int()`` (which gives the handle's value).
+    """
+    tp = type(value)
+    if tp.__name__ not in kinds or not hasattr(value, "getPtr") or not hasattr(tp, "__int__"):
+        return None
+    address: int = int(value)  # type: ignore[call-overload]  # the handle type converts
+    if not 0 <= address <= SIZE_MAX:
+        raise ValueError(f"{tp.__name__} holds {address}, not an address in [0, 2**64)")
+    return address
 
 
 def as_list(value: Any, scalars: tuple[type, ...] = (str, os.PathLike)) -> list[Any]:

@@ -9,6 +9,15 @@ A :class:`Context` is never constructed by user code; it comes from
 The helpers at the bottom of the module let the other classes run a driver
 call in a given context: they push the context only when it is not already
 current on the calling thread, so the common case costs one extra query.
+
+Primary contexts stay retained while resources in them live: every primary
+context this process creates a resource in is retained once
+(``cuDevicePrimaryCtxRetain``, see :func:`retain_primary`) and never
+released, whoever made it current -- :meth:`Device.set_current
+<cuda_core.Device.set_current>` or other code (a context wrapped by
+:class:`Context` is checked once, :func:`_hold_if_primary`).  So code that
+releases its own retain of a primary context between phases never
+destroys memory, events or streams that cuda_core objects still own.
 """
 
 from __future__ import annotations
@@ -26,12 +35,19 @@ from cuda_core._lifetime import require_open
 from cuda_core._loader import init_driver
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable, TypeVar
 
     from cuda_core._stream import Stream
 
+    _T = TypeVar("_T")
+
 __all__ = ["Context"]
 
+_init_lock = threading.Lock()
+# Retained primary contexts, process-wide: device ordinal -> CUcontext cdata.
+_PRIMARY: dict[int, Any] = {}
+# Contexts a Context object was made for (each checked once by _hold_if_primary).
+_SEEN: set[int] = set()
 # Contexts this process knows the device of (the retained primary contexts
 # and every context a Context object was made for): handle int -> device id.
 _KNOWN_DEVICES: dict[int, int] = {}
@@ -39,6 +55,8 @@ _tls = threading.local()
 # Green contexts by handle int, so that a handle read back from the driver
 # (set_current's previous context) gives the same Context object.
 _GREEN_CONTEXTS: weakref.WeakValueDictionary[int, Context] = weakref.WeakValueDictionary()
+_cc_push_ctx = lib.cc_push_ctx
+_cc_pop_ctx = lib.cc_pop_ctx
 
 
 class Context:
@@ -80,6 +98,9 @@ class Context:
         self._closed = False
         self._green = None
         _KNOWN_DEVICES.setdefault(self._h, self._device_id)
+        if self._h not in _SEEN:  # first sight of this context
+            _SEEN.add(self._h)
+            _hold_if_primary(c_ctx, self._device_id)
         return self
 
     @classmethod
@@ -276,6 +297,87 @@ def _push_if_needed(c_ctx: Any) -> bool:
 def _pop() -> None:
     """Pop the context pushed by :func:`_push_if_needed`."""
     check(lib.cuCtxPopCurrent(_bufs().ctx))
+
+
+def retain_primary(device_id: int) -> Any:
+    """Retain the primary context of ``device_id`` once per process; return it.
+
+    The retain is never released: resources made in a primary context keep
+    it alive, and this process keeps every primary context it used.
+    """
+    c_ctx = _PRIMARY.get(device_id)
+    if c_ctx is not None:
+        return c_ctx
+    with _init_lock:
+        c_ctx = _PRIMARY.get(device_id)
+        if c_ctx is None:
+            out = ffi.new("CUcontext *")
+            check(lib.cuDevicePrimaryCtxRetain(out, device_id))
+            c_ctx = _PRIMARY[device_id] = out[0]
+    return c_ctx
+
+
+def _hold_if_primary(c_ctx: Any, device_id: int) -> None:
+    """Retain ``device_id``'s primary context if ``c_ctx`` may be it (first sight of a context).
+
+    A context made current by other code (another library, ``ctypes``) that
+    turns out to be the device's active primary context is retained like
+    :meth:`Device.set_current <cuda_core.Device.set_current>` retains it,
+    so releasing the other code's retain cannot destroy what cuda_core
+    objects made in it.  An inactive primary context is left inactive (the
+    context then is some other one, which its creator owns).
+    """
+    if device_id < 0 or device_id in _PRIMARY:
+        return
+    flags = ffi.new("unsigned int *")
+    active = ffi.new("int *")
+    if lib.cuDevicePrimaryCtxGetState(device_id, flags, active) or not active[0]:
+        return
+    try:
+        retain_primary(device_id)
+    except CUDAError:
+        pass  # a context that cannot be retained stays as it was
+
+
+def primary_handle(ctx: Context | None) -> Any:
+    """Return ``ctx``'s ``CUcontext`` if it is a retained primary context, else None.
+
+    Only those are made current by the deferred releases: a retained
+    primary context lives as long as the process, while another context (a
+    green context, one that other code created) may be gone by the time a
+    release runs, and making a destroyed context current is undefined.
+    Releases in such a context run in whatever is current, as the driver
+    allows.
+    """
+    if ctx is None or ctx._green is not None:
+        return None
+    c_ctx = _PRIMARY.get(ctx._device_id)
+    return c_ctx if c_ctx is not None and c_ctx == ctx._handle else None
+
+
+def call_in_context(c_ctx: Any, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Return ``fn(*args, **kwargs)`` run with ``c_ctx`` current (pushed only if it is not).
+
+    For releases of several driver calls, or through a memory resource's
+    ``deallocate``: the owning context is made current whatever is current
+    on the calling thread.  ``c_ctx`` None runs ``fn`` as is.
+
+    Raises
+    ------
+    CUDAError
+        If ``c_ctx`` cannot be made current (``fn`` is not called) or popped
+        again.
+    """
+    if c_ctx is None:
+        return fn(*args, **kwargs)
+    pushed = _cc_push_ctx(c_ctx)
+    if pushed < 0:
+        check(lib.cc_status(), "making the owning context current")
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if pushed:
+            check(_cc_pop_ctx(), "restoring the caller's context")
 
 
 def _device_of_ctx(c_ctx: Any) -> int:

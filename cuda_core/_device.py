@@ -10,7 +10,6 @@ on the calling thread; the factories (:meth:`~Device.create_stream`,
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import cuda_core._slots as _slots
@@ -23,6 +22,7 @@ from cuda_core._context import (
     _pop,
     _push_if_needed,
     _tls,
+    retain_primary,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ComputeCapability", "Device"]
 
-_init_lock = threading.Lock()
-_primary: dict[int, Any] = {}  # ordinal -> retained primary CUcontext (process-wide)
 _properties: dict[
     int, DeviceProperties
 ] = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
@@ -199,7 +197,7 @@ class Device(TextureFactories):
         if ctx is None:
             c_ctx = self._primary_ctx
             if c_ctx is None:
-                c_ctx = self._primary_ctx = _retain_primary(self._device_id)
+                c_ctx = self._primary_ctx = retain_primary(self._device_id)
             status = _cuCtxSetCurrent(c_ctx)
             if status:  # hot path: check() only on failure
                 check(status)
@@ -546,20 +544,6 @@ def _lookup_device(cls: type[Device], device_id: object) -> Device:
         return devices[device_id]
     except KeyError:
         raise ValueError(f"device_id must be within [0, {len(devices)}), got {device_id}") from None
-
-
-def _retain_primary(device_id: int) -> Any:
-    """Retain the primary context of ``device_id`` once per process; return it."""
-    c_ctx = _primary.get(device_id)
-    if c_ctx is not None:
-        return c_ctx
-    with _init_lock:
-        c_ctx = _primary.get(device_id)
-        if c_ctx is None:
-            out = ffi.new("CUcontext *")
-            check(lib.cuDevicePrimaryCtxRetain(out, device_id))
-            c_ctx = _primary[device_id] = out[0]
-    return c_ctx
 
 
 # Stream.device, WorkqueueResource.device, TensorMapDescriptor.device,

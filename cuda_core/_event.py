@@ -11,21 +11,31 @@ An event that graph nodes use is shared instead (see ``_event_share``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
 from cuda_core._coerce import as_flag, as_int_handle, check_or_create_options
-from cuda_core._context import _bufs, _context_of, _current_ctx, _pop, _push_if_needed, _tls
+from cuda_core._context import (
+    _bufs,
+    _context_of,
+    _current_ctx,
+    _pop,
+    _push_if_needed,
+    _tls,
+    primary_handle,
+)
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
     check,
     check_allowing,
-    destroy_or_warn,
     driver_error,
+    in_forked_child,
     shown_as,
     status_in,
+    warn_cuda,
 )
 from cuda_core._lifetime import (
     GUARD_HANDLES,
@@ -37,7 +47,7 @@ from cuda_core._lifetime import (
 )
 
 if TYPE_CHECKING:
-    from typing import ClassVar
+    from typing import Callable, ClassVar
 
     from cuda_core._context import Context
     from cuda_core._device import Device
@@ -69,7 +79,9 @@ _cc_event_new = lib.cc_event_new
 _cc_status = lib.cc_status
 _cuEventDestroy = lib.cuEventDestroy
 _cuEventSynchronize = lib.cuEventSynchronize
+_cc_event_destroy_in = lib.cc_event_destroy_in
 _gc = ffi.gc
+_NULL = ffi.NULL
 
 
 @dataclass
@@ -92,8 +104,9 @@ class EventOptions:
     Raises
     ------
     TypeError
-        When a field is not a bool, or when ``ipc_enabled`` and
-        ``timing_enabled`` are both set.
+        When a field is not a bool.  Options asking for both ``ipc_enabled``
+        and ``timing_enabled`` construct, as in ``cuda.core``; creating an
+        event with them raises TypeError.
     """
 
     timing_enabled: bool | None = False
@@ -109,8 +122,6 @@ class EventOptions:
             as_flag(self.blocking_sync, "EventOptions.blocking_sync", none_ok=True)
         )
         self.ipc_enabled = bool(as_flag(self.ipc_enabled, "EventOptions.ipc_enabled", none_ok=True))
-        if self.ipc_enabled and self.timing_enabled:
-            raise TypeError("IPC-enabled events cannot use timing.")
 
 
 @shown_as(CUDAError)
@@ -230,19 +241,8 @@ class Event(ClosedFlag):
         return hash((Event, self._h))
 
     def __repr__(self) -> str:
-        if self._closed:
-            return "<Event (closed)>"
-        flags = [
-            name
-            for name, on in (
-                ("timing", self.is_timing_enabled),
-                ("blocking_sync", self.is_blocking_sync),
-                ("ipc", self.is_ipc_enabled),
-            )
-            if on
-        ]
-        device = self._ctx._device_id if self._ctx is not None else "?"
-        return f"<Event handle={self._h:#x} device={device} flags={flags}>"
+        # As cuda.core: the handle only (0x0 once closed).
+        return f"<Event handle={0 if self._closed else self._h:#x}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
         if not self._flags & _INTERPROCESS:
@@ -436,8 +436,35 @@ class IPCEventDescriptor:
         return f"<IPCEventDescriptor {self._reserved[:8].hex()}... blocking_sync={self._blocking}>"
 
 
-#: Finalizer (from ``_event_finalizer``): destroy an unclosed event, warn on failure.
-_destroy_event = destroy_or_warn(lib.cuEventDestroy, "cuEventDestroy (Event finalizer)")
+def _destroy_event(c_event: Any, c_ctx: Any = None) -> None:
+    """Destroy an unclosed event with ``c_ctx`` current (None: as is); warn on failure.
+
+    For the finalizers and guards.  A forked child leaves the parent's event alone.
+    """
+    if in_forked_child():
+        return
+    status = _cc_event_destroy_in(_NULL if c_ctx is None else c_ctx, c_event)
+    if status:
+        warn_cuda("cuEventDestroy (Event finalizer)", status)
+
+
+# The guards' releases (PyPy), one per context: ``ffi.gc`` passes only the handle.
+_releasers: dict[int, Callable[[Any], None]] = {}
+
+
+def _releaser(ctx: Context | None) -> Callable[[Any], None]:
+    """Return the guard release (see GUARD_HANDLES) of events in Context ``ctx``."""
+    release = _releasers.get(ctx._h) if ctx is not None else _release_event
+    if release is None:
+        c_ctx = primary_handle(ctx)  # only a retained primary context is made current
+        release = _release_event if c_ctx is None else functools.partial(_release_event_in, c_ctx)
+        _releasers[ctx._h] = release  # type: ignore[union-attr]  # ctx is not None here
+    return release
+
+
+def _release_event_in(c_ctx: Any, c_event: Any) -> None:
+    """The guard's release of an unclosed event of context ``c_ctx``."""
+    _destroy_event(c_event, c_ctx)  # looked up at call time
 
 
 def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
@@ -446,7 +473,9 @@ def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
 
 
 #: ``__del__`` of open events: _destroy_event is looked up at call time.
-_event_finalizer = handle_finalizer(lambda event: _destroy_event(event._handle))
+_event_finalizer = handle_finalizer(
+    lambda event: _destroy_event(event._handle, primary_handle(event._ctx))
+)
 
 
 def _release_event(c_event: Any) -> None:
@@ -505,7 +534,7 @@ def _adopt(c_event: Any, ctx: Context | None, flags: int, cls: type[Event] = Eve
     if cls is Event:
         self: Event = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
         if GUARD_HANDLES:
-            self._guard = _gc(c_event, _release_event)
+            self._guard = _gc(c_event, _releaser(ctx))
     else:
         self = open_class(cls, _event_finalizer)()
     self._handle = c_event
@@ -525,6 +554,8 @@ def _event_flags(options: Any, bound: bool) -> int:
     if opts.ipc_enabled:
         if not bound:
             raise TypeError("IPC-enabled events must be bound; use Stream.record for creation.")
+        if opts.timing_enabled:
+            raise TypeError("IPC-enabled events cannot use timing.")
         flags |= _INTERPROCESS
     return flags
 

@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from cuda_core._context import primary_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._event import Event
@@ -36,13 +37,15 @@ class _EventShare:
     The last claim to go destroys the event (see the module docstring).
     """
 
-    __slots__ = ("handle", "claims")
+    __slots__ = ("handle", "ctx", "claims")
 
     handle: Any  # CUevent cdata
+    ctx: Any  # the event's CUcontext (made current to destroy it), or NULL
     claims: int
 
-    def __init__(self, c_event: Any) -> None:
+    def __init__(self, c_event: Any, c_ctx: Any) -> None:
         self.handle = c_event
+        self.ctx = ffi.NULL if c_ctx is None else c_ctx
         self.claims = 1  # the Event's
 
     def drop(self, raise_errors: bool) -> None:
@@ -53,7 +56,9 @@ class _EventShare:
                 return
         if in_forked_child() or sys.is_finalizing():
             return
-        status = lib.cuEventDestroy(self.handle)
+        # The last claim may go in a graph drain or a finalizer, on any
+        # thread: the event's own context is made current around the destroy.
+        status = lib.cc_event_destroy_in(self.ctx, self.handle)
         if not status:
             return
         if raise_errors:
@@ -98,7 +103,7 @@ def claim_event(event: Event) -> _EventClaim:
     with _share_lock:
         share = event._share
         if share is None:
-            share = event._share = _EventShare(event._handle)
+            share = event._share = _EventShare(event._handle, primary_handle(event._ctx))
             if drop_guard(event):  # PyPy: a new guard drops the Event's claim instead
                 event._guard = ffi.gc(event._handle, share.drop_unclosed)
             plain = type(event)._plain

@@ -23,7 +23,7 @@ from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
 from cuda_core._arg_plan import _NO_PLAN
-from cuda_core._coerce import as_int_handle
+from cuda_core._coerce import as_int_handle, driver_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, check_allowing, status_in
 from cuda_core._kernel_attributes import KernelAttributes
@@ -139,8 +139,9 @@ class Kernel:
 
         Parameters
         ----------
-        handle : int
-            The address of a ``CUkernel`` (e.g. from another library).  As in
+        handle : int, CUkernel or CUfunction
+            The address of a ``CUkernel`` (e.g. from another library), or a
+            ``cuda.bindings`` ``CUkernel``/``CUfunction`` object.  As in
             ``cuda.core``, a bool counts as an int and ``0`` gives a kernel
             with a null handle.
         mod : ObjectCode, optional
@@ -173,7 +174,10 @@ class Kernel:
             is known to come from (the kernel is still returned).
         """
         if not isinstance(handle, int):
-            raise TypeError(f"handle must be an integer, got {type(handle).__name__}")
+            address = driver_handle(handle, "CUkernel", "CUfunction")  # cuda.bindings
+            if address is None:
+                raise TypeError(f"handle must be an integer, got {type(handle).__name__}")
+            handle = address
         if handle < 0:
             raise OverflowError("can't convert negative value to size_t")
         if handle > _MAX_HANDLE:

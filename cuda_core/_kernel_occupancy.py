@@ -98,8 +98,9 @@ class KernelOccupancy:
         ----------
         dynamic_shared_memory_needed : int or callable
             Dynamic shared memory per block, in bytes, or, when it depends on
-            the block size, a function ``f(block_size) -> bytes``: a cffi
-            ``CUoccupancyB2DSize`` function pointer, or a Python callable
+            the block size, a function ``f(block_size) -> bytes``: a
+            ``cuda.bindings`` ``CUoccupancyB2DSize`` (as in ``cuda.core``), a
+            cffi ``CUoccupancyB2DSize`` function pointer, or a Python callable
             (wrapped in a cffi callback; the driver calls it while the GIL is
             released, so it must not block on other Python threads).
         block_size_limit : int
@@ -125,6 +126,10 @@ class KernelOccupancy:
         needed = dynamic_shared_memory_needed
         if isinstance(needed, ffi.CData):
             callback = ffi.cast("CUoccupancyB2DSize", needed)
+        elif type(needed).__name__ == "CUoccupancyB2DSize" and hasattr(needed, "getPtr"):
+            # cuda.bindings' function pointer object: getPtr() gives the
+            # function's address, as cuda.core reads it.
+            callback = ffi.cast("CUoccupancyB2DSize", int(needed.getPtr()))
         elif callable(needed):
             keep = _b2d_callback(needed)
             callback = keep

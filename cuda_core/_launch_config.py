@@ -157,7 +157,9 @@ class LaunchConfig:
                 _check_device_support(self, device_id)
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{name}={getattr(self, name)!r}" for name in _ATTRS)
+        # cuda.core's five fields; the extension field only where it is set.
+        names = _ATTRS if self._pss else _ATTRS[:-1]
+        parts = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"LaunchConfig({parts})"
 
     def __eq__(self, other: object) -> bool:

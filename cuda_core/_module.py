@@ -140,18 +140,16 @@ class ObjectCode(Closeable):
         return hash((self._code_type, _comparable(self._module)))
 
     def __repr__(self) -> str:
-        if self._closed:
-            state = "closed"
-        elif self._box is None:
-            state = "not loaded"
-        else:
-            state = f"handle={as_int_handle(self._box[0]):#x}"
-        where = (
-            f"path={self._module!r}"
-            if isinstance(self._module, str)
-            else (f"{len(self._module)} bytes")
-        )
-        return f"<ObjectCode code_type={self._code_type!r} name={self._name!r} {where} {state}>"
+        # As cuda.core, which loads the code to show its library handle; where
+        # it cannot be loaded (closed, no driver, a code type the driver does
+        # not load) the handle reads 0x0 instead of the repr raising.
+        handle = 0
+        if not self._closed:
+            try:
+                handle = as_int_handle(self._library())
+            except Exception:
+                handle = 0
+        return f"<ObjectCode handle={handle:#x} code_type='{self._code_type}'>"
 
     # -- factories -------------------------------------------------------
 

@@ -17,7 +17,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cuda_core._slots as _slots
-from cuda_core._coerce import as_int_handle, check_or_create_options, index_or_none
+from cuda_core._coerce import (
+    as_int_handle,
+    check_or_create_options,
+    driver_handle,
+    index_or_none,
+)
 from cuda_core._context import (
     _bufs,
     _context_of,
@@ -64,6 +69,8 @@ _cuStreamDestroy = lib.cuStreamDestroy
 _cuStreamSynchronize = lib.cuStreamSynchronize
 _gc = ffi.gc
 _cuEventRecord = lib.cuEventRecord
+_cc_stream_destroy_in = lib.cc_stream_destroy_in
+_NULL = ffi.NULL
 
 # Kinds of Stream objects.
 _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
@@ -172,11 +179,9 @@ class Stream(ClosedFlag):
         return hash(self._h)
 
     def __repr__(self) -> str:
-        if self._closed:
-            return "<Stream (closed)>"
-        kind = ("owned", "borrowed", "default")[self._kind]
-        device = f" device={self._ctx._device_id}" if self._ctx is not None else ""
-        return f"<Stream handle={self._h:#x} {kind}{device}>"
+        # As cuda.core: the stream and its context (0x0 for a closed stream's handle).
+        handle = 0 if self._closed else self._h
+        return f"<Stream handle={handle:#x} context={self._repr_context():#x}>"
 
     def close(self) -> None:
         """Destroy an owned stream, or drop a borrowed stream's foreign owner.
@@ -301,14 +306,16 @@ class Stream(ClosedFlag):
 
         Parameters
         ----------
-        handle : int
-            The stream address.
+        handle : int or CUstream
+            The stream address (or a ``cuda.bindings`` ``CUstream``).
 
         Returns
         -------
         Stream
         """
         address = index_or_none(handle)
+        if address is None:
+            address = driver_handle(handle, "CUstream")  # a cuda.bindings CUstream
         if address is None:
             raise TypeError(
                 f"handle must be an int (a stream address), not {type(handle).__name__}"
@@ -340,6 +347,19 @@ class Stream(ClosedFlag):
         if ctx is None:
             ctx = self._ctx = self._query_context()
         return ctx
+
+    def _repr_context(self) -> int:
+        """The address of this stream's context for ``repr`` (0 where it cannot be read)."""
+        ctx = self._ctx
+        if ctx is None and not self._closed:
+            try:
+                if self._h <= _MAX_DEFAULT_HANDLE:  # acts in the current context
+                    ctx = _context_of(_current_ctx())
+                else:
+                    ctx = self._event_context()
+            except Exception:  # a repr never raises (no driver, a destroyed context)
+                ctx = None
+        return 0 if ctx is None else ctx._h
 
     def _query_context(self) -> Context | None:
         out = ffi.new("CUcontext *")
@@ -429,12 +449,13 @@ def _as_stream(obj: Any, *, check_open: bool = True, for_launch: bool = False) -
 
     An exact Stream passes at once (the hot path); so does a Stream subclass.
     A :class:`~cuda_core.graph.GraphBuilder` gives its stream, and any object
-    implementing ``__cuda_stream__`` is wrapped as a borrowed Stream that
-    keeps ``obj`` alive.  With ``check_open``, a closed stream raises (its
-    destroyed handle must never reach the driver).  ``for_launch`` words it
-    as ``cuda.core``'s ``launch`` does: None has its own TypeError, and a
-    ``__cuda_stream__`` object, once wrapped, warns that passing it is
-    deprecated.
+    implementing ``__cuda_stream__`` or a ``cuda.bindings`` ``CUstream`` is
+    wrapped as a borrowed Stream that keeps ``obj`` alive.  With
+    ``check_open``, a closed stream raises (its destroyed handle must never
+    reach the driver).  ``for_launch`` words it as ``cuda.core``'s ``launch``
+    does: None has its own TypeError, a ``__cuda_stream__`` object, once
+    wrapped, warns that passing it is deprecated, and a bare ``CUstream`` is
+    refused.
 
     Raises
     ------
@@ -477,11 +498,22 @@ def _convert_stream(obj: object, for_launch: bool) -> Stream:
                 stacklevel=4,  # the caller of launch()
             )
         return wrapped
+    # A cuda.bindings CUstream without the protocol (launch takes none).
+    address = None if for_launch else driver_handle(obj, "CUstream")
+    if address is not None:
+        c_stream = ffi.cast("CUstream", address)
+        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED, obj)
     raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
 
 
-#: Finalizer (from ``_stream_finalizer``): destroy an unclosed owned stream, warn on failure.
-_destroy_stream = destroy_or_warn(lib.cuStreamDestroy, "cuStreamDestroy (Stream finalizer)")
+def _stream_destroy_bound(c_stream: Any) -> int:
+    """``cuStreamDestroy`` with the stream's own context current (see release.c)."""
+    return _cc_stream_destroy_in(_NULL, c_stream)  # type: ignore[no-any-return]
+
+
+#: Finalizer (from ``_stream_finalizer`` and the guards): destroy an unclosed
+#: owned stream in its own context, whatever is current; warn on failure.
+_destroy_stream = destroy_or_warn(_stream_destroy_bound, "cuStreamDestroy (Stream finalizer)")
 
 
 def _create_stream(

@@ -248,3 +248,9 @@ def _uuid_bytes(value: object) -> bytes:
             )
         return raw
     raise TypeError("GPU UUID values must be CUDA UUID objects or UUID strings")
+
+
+# Read-only properties fail as on cuda.core's classes (see cuda_core._read_only).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()

@@ -77,21 +77,44 @@ if not typing.TYPE_CHECKING:  # type checkers see the name imported above
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _refuse(cls: type[enum.Enum], value: object) -> typing.NoReturn:
+    """Raise ``cuda.core``'s ValueError for a value that names no member of ``cls``."""
+    choices = [repr(m.value) for m in cls]
+    listed = choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+    raise ValueError(f"{value!r} is not a valid {cls.__name__}. Must be {listed}")
+
+
 if sys.version_info >= (3, 11):  # enum.StrEnum: the standard base, as in ``cuda.core``
 
     class _StrEnum(enum.StrEnum):
-        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
+        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value.
+
+        An unknown value raises ValueError ``"'x' is not a valid <Name>. Must
+        be 'a', 'b' or 'c'"``.
+        """
+
+        @classmethod
+        def _missing_(cls, value: object) -> typing.Any:
+            _refuse(cls, value)
 
 else:
 
     class _StrEnum(str, enum.Enum):
-        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
+        """A ``str`` enumeration whose ``str()`` and ``format()`` are the value.
+
+        An unknown value raises ValueError ``"'x' is not a valid <Name>. Must
+        be 'a', 'b' or 'c'"``.
+        """
 
         def __str__(self) -> str:
             return str(self.value)
 
         def __format__(self, spec: str) -> str:
             return format(str(self.value), spec)
+
+        @classmethod
+        def _missing_(cls, value: object) -> typing.Any:
+            _refuse(cls, value)
 
 
 class SourceCodeType(_StrEnum):

@@ -72,7 +72,7 @@ def _class_ids():
 # Option dataclasses and LaunchConfig
 # --------------------------------------------------------------------------
 CROSS_FIELD_CASES = [
-    ("EventOptions", {"ipc_enabled": True, "timing_enabled": True}),
+    ("EventOptions", {"ipc_enabled": True, "timing_enabled": True}),  # constructs
     ("EventOptions", {"ipc_enabled": 1, "timing_enabled": True}),
     ("LinkerOptions", {"arch": "sm_90", "ptx": True}),
     ("LinkerOptions", {"arch": "sm_90", "ptx": True, "link_time_optimization": False}),

@@ -141,7 +141,7 @@ def test_borrowed_stream_close_twice_and_use_after_close():
     s = Stream.from_handle(0x1000)
     s.close()
     s.close()
-    assert s.is_closed and "closed" in repr(s)
+    assert s.is_closed and repr(s).startswith("<Stream handle=0x0 ")
     for use in (
         s.sync,
         s.record,
@@ -267,7 +267,7 @@ def test_event_use_after_close(device, stream):
     ):
         _raises_closed(use)
     assert e.is_timing_enabled  # plain flags stay readable
-    assert "closed" in repr(e)
+    assert repr(e) == "<Event handle=0x0>"
     with device.create_event() as e3:
         pass
     assert e3.is_closed

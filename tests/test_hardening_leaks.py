@@ -182,9 +182,9 @@ def test_dropped_streams_and_events_are_destroyed(device, monkeypatch):
         destroyed["stream"] += 1
         real_stream(c_stream)
 
-    def count_event(c_event):
+    def count_event(c_event, *rest):
         destroyed["event"] += 1
-        real_event(c_event)
+        real_event(c_event, *rest)
 
     monkeypatch.setattr(stream_mod, "_destroy_stream", count_stream)
     monkeypatch.setattr(event_mod, "_destroy_event", count_event)

@@ -70,6 +70,14 @@ CUresult cc_tex_object_create(CUcontext ctx, CUtexObject *out, const CUDA_RESOUR
                               const CUDA_TEXTURE_DESC *tex);
 CUresult cc_surf_object_create(CUcontext ctx, CUsurfObject *out, const CUDA_RESOURCE_DESC *res);
 
+/* Releases in the owning context (release.c). */
+CUresult cc_free_async_in(CUcontext ctx, CUdeviceptr ptr, CUstream stream);
+CUresult cc_event_destroy_in(CUcontext ctx, CUevent event);
+CUresult cc_stream_destroy_in(CUcontext ctx, CUstream stream);
+int cc_push_ctx(CUcontext ctx);
+CUresult cc_pop_ctx(void);
+CUcontext cc_current_ctx(void);
+
 /* DLPack bridge and pool allocations (memory.c). */
 int cc_dlpack_set_bridge(const char *module, const char *attr);
 int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,

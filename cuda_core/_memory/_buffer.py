@@ -37,6 +37,7 @@ from cuda_core._memory._release import (
     open_buffer_close,
 )
 from cuda_core._stream import _as_stream
+from cuda_core._stream_release import bind_for_release as _bind
 
 if TYPE_CHECKING:
     from typing import Callable, ClassVar, TypeVar
@@ -157,9 +158,9 @@ class Buffer(BufferExports, ClosedFlag):
             if not isinstance(mr, MemoryResource):
                 raise TypeError(f"mr must be a MemoryResource, not {type(mr).__name__}")
             if stream is not None:
-                s = _as_stream(stream)
+                s = _bind(_as_stream(stream))
             elif mr.is_device_accessible:
-                s = _default_stream()
+                s = _bind(_default_stream())
         self = _open_buffer_class(cls)()
         self._ptr = c_ptr
         self._size = size
@@ -196,6 +197,7 @@ class Buffer(BufferExports, ClosedFlag):
         if not c_ptr:
             self._release = None
             return self
+        stream = _bind(stream)
         if pool is None:
             self._release = _InlinePool
             self._dstream = stream
@@ -203,6 +205,24 @@ class Buffer(BufferExports, ClosedFlag):
             rel = self._release = _OwnedPoolRelease(mr, c_ptr, size, stream)
             rel.pool = pool
             pool.acquire()
+        return self
+
+    @classmethod
+    def _from_shared(
+        cls,
+        shared: _SharedRelease,
+        size: int,
+        mr: MemoryResource,
+        ipc_descriptor: IPCBufferDescriptor,
+    ) -> Self:
+        """Another Buffer over an imported mapping (see ``_ipc_imports``); its claim is counted."""
+        self = _open_buffer_class(cls)()
+        self._ptr = shared.ptr
+        self._size = size
+        self._mr = mr
+        self._closed = False
+        self._extra = _Extra(None, ipc_descriptor)
+        self._release = shared
         return self
 
     @staticmethod
@@ -278,6 +298,11 @@ class Buffer(BufferExports, ClosedFlag):
         ----
         The descriptor comes from another process; import descriptors only
         from trusted peers.
+
+        Importing the same descriptor again into the same resource returns a
+        new Buffer over the same mapping (the same :attr:`handle`): the
+        memory is mapped once and unmapped when the last of those Buffers is
+        closed, in any order.
         """
         return _ipc.buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, stream)
 
@@ -323,7 +348,7 @@ class Buffer(BufferExports, ClosedFlag):
         require_open(self._closed, "Buffer")
         if stream is None:
             raise TypeError("stream must be a Stream or GraphBuilder, not None")
-        s = _as_stream(stream)
+        s = _bind(_as_stream(stream))
         rel = self._release
         if rel is _InlinePool:
             self._dstream = s
@@ -499,8 +524,11 @@ class Buffer(BufferExports, ClosedFlag):
     def device_id(self) -> int:
         """int: The device ordinal of this memory, or -1 when bound to no device."""
         require_open(self._closed, "Buffer")
-        if self._mr is not None:
-            return self._mr.device_id
+        mr = self._mr
+        if mr is not None:
+            if getattr(mr, "_bound_to_no_gpu", False):  # LegacyPinnedMemoryResource
+                return -1
+            return mr.device_id
         return self._memory_attrs()[2]
 
     @property

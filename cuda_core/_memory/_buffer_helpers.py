@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from cuda_core._coerce import as_address, as_int_handle, index_or_none
+from cuda_core._coerce import as_address, as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as, status_in
 from cuda_core._loader import init_driver
@@ -22,26 +22,16 @@ def _as_address(ptr: Any, what: str = "ptr") -> int:
     """Return ``ptr`` as an int address in ``[0, 2**64)``.
 
     Accepts None (0), an int or any integer object with ``__index__`` (not a
-    bool), a cffi pointer, and the handle objects of cuda-bindings (such as
-    ``CUdeviceptr``, which convert with ``int()``).  Floats, strings and
-    other numbers that merely convert with ``int()`` are refused.
+    bool), a cffi pointer, and a cuda-bindings ``CUdeviceptr`` (see
+    :func:`~cuda_core._coerce.driver_handle`).  Floats, strings and other
+    objects that merely convert with ``int()`` are refused.
     """
     if ptr is None:
         return 0
     if ptr.__class__ is not int:
         if isinstance(ptr, ffi.CData):
             return as_int_handle(ptr)
-        if index_or_none(ptr) is None and _is_bindings_handle(ptr):
-            ptr = int(ptr)
     return as_address(ptr, what, "an int address or a pointer object")
-
-
-def _is_bindings_handle(obj: object) -> bool:
-    """Whether ``obj`` is a handle object of cuda-bindings (e.g. ``CUdeviceptr``)."""
-    module = getattr(type(obj), "__module__", None) or ""
-    return module.startswith(("cuda.bindings.", "cuda.cuda", "cuda.ccuda")) and hasattr(
-        obj, "__int__"
-    )
 
 
 @shown_as(OverflowError)

@@ -27,6 +27,7 @@ from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
 from cuda_core._lifetime import require_open
 from cuda_core._memory._forking_pickler import register as register_reducer
+from cuda_core._memory._ipc_imports import import_once
 from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from cuda_core._memory._memory_pool import _MemPool
     from cuda_core._memory._memory_resource import MemoryResource
     from cuda_core._memory._pinned_memory_resource import PinnedMemoryResource
+    from cuda_core._memory._release import _SharedRelease
     from cuda_core._stream import Stream
     from cuda_core.graph import GraphBuilder
 
@@ -262,7 +264,12 @@ def mempool_from_allocation_handle(
         existing = _registry.get(uuid)
         if existing is not None:
             # A UUID names one exported pool, mapped with the exporter's class.
-            return cast("_M", existing)
+            if not isinstance(existing, cls):
+                raise TypeError(
+                    f"Registry contains a {type(existing).__name__} for uuid {uuid}, "
+                    f"but {cls.__name__} was requested"
+                )
+            return existing
     if isinstance(alloc_handle, IPCAllocationHandle):
         require_open(alloc_handle.is_closed, "IPCAllocationHandle")
     elif isinstance(alloc_handle, int) and not isinstance(alloc_handle, bool):
@@ -335,24 +342,33 @@ def buffer_from_ipc_descriptor(
 ) -> Buffer:
     """Import a buffer described by ``ipc_descriptor`` through the mapped ``mr``."""
     if not isinstance(ipc_descriptor, IPCBufferDescriptor):
+        # cuda.core's (Cython's) wording, which callers match on.
         raise TypeError(
-            f"ipc_descriptor must be an IPCBufferDescriptor, not {type(ipc_descriptor).__name__}"
+            "Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, "
+            f"got {type(ipc_descriptor).__name__})"
         )
     if not getattr(mr, "is_ipc_enabled", False):
         raise RuntimeError("Memory resource is not IPC-enabled")
     pool_mr = cast("_MemPool", mr)  # only pool-backed resources are IPC-enabled
     require_open(pool_mr.is_closed, type(mr).__name__)
     s = _as_stream(stream) if stream is not None else _default_stream()
-    data = ffi.new("CUmemPoolPtrExportData *")
-    ffi.memmove(data.reserved, ipc_descriptor._payload, 64)
-    c_ptr = ffi.new("CUdeviceptr *")
-    check(lib.cuMemPoolImportPointer(c_ptr, pool_mr._pool, data), "cuMemPoolImportPointer")
-    # The mapped pool is owned: it counts the imported buffer as outstanding.
-    pool = getattr(mr, "_state", None)
-    buf: Buffer = cls._from_pool(
-        as_int_handle(c_ptr[0]), ipc_descriptor.size, mr, s, ipc_descriptor, pool
-    )
-    return buf
+    size = ipc_descriptor.size
+
+    def first() -> Buffer:
+        data = ffi.new("CUmemPoolPtrExportData *")
+        ffi.memmove(data.reserved, ipc_descriptor._payload, 64)
+        c_ptr = ffi.new("CUdeviceptr *")
+        check(lib.cuMemPoolImportPointer(c_ptr, pool_mr._pool, data), "cuMemPoolImportPointer")
+        # The mapped pool is owned: it counts the imported mapping as outstanding.
+        pool = getattr(mr, "_state", None)
+        buf: Buffer = cls._from_pool(as_int_handle(c_ptr[0]), size, mr, s, ipc_descriptor, pool)
+        return buf
+
+    def again(shared: _SharedRelease) -> Buffer:
+        return cls._from_shared(shared, size, mr, ipc_descriptor)
+
+    # One mapping per (pool, exported pointer) in this process (see _ipc_imports).
+    return import_once((pool_mr._h, ipc_descriptor._payload), first, again)
 
 
 def deep_reduce_mempool(

@@ -113,10 +113,19 @@ class LegacyPinnedMemoryResource(_SharedMemory, _SynchronousAllocatorResource):
     def __repr__(self) -> str:
         return "<LegacyPinnedMemoryResource>"
 
+    #: Read by :attr:`Buffer.device_id`, which gives -1 for this memory.
+    _bound_to_no_gpu = True
+
     @property
     def device_id(self) -> int:
-        """int: -1; this memory belongs to no device."""
-        return -1
+        """This memory resource is not bound to any GPU.
+
+        Raises
+        ------
+        RuntimeError
+            Always, as in ``cuda.core`` (a buffer of this resource reports -1).
+        """
+        raise RuntimeError("a pinned memory resource is not bound to any GPU")
 
 
 class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):

@@ -126,6 +126,15 @@ def discard_batch(stream: Stream | GraphBuilder, buffers: Sequence[Buffer]) -> N
         With a driver older than CUDA 13.0.
     CUDAError
         If the driver refuses the batch.
+
+    Notes
+    -----
+    The discard is made with ``cuMemDiscardAndPrefetchBatchAsync`` to the
+    stream's device, so the pages end up resident there (contents still
+    indeterminate).  ``cuMemDiscardBatchAsync`` alone, as ``cuda.core``
+    uses it, takes effect after its stream completes with driver 580: a
+    write made right after synchronizing the stream (a device memset, or
+    from the host) can be lost, and no synchronize or event prevents it.
     """
     bufs = coerce_buffers(buffers, "discard_batch", _SINGLE_HINT)
     s = _as_stream(stream)
@@ -220,7 +229,33 @@ def _require_batch_driver(what: str, api: str) -> None:
 
 
 def _discard(bufs: Sequence[Buffer], s: Stream, what: str) -> None:
+    """Discard the ranges, then make them resident on the stream's device, in one call.
+
+    A plain ``cuMemDiscardBatchAsync`` is not enough: with driver 580 it
+    takes effect for a while after its stream has completed, so a write
+    issued right after a stream synchronize (a device memset, a write from
+    the host) is lost, and neither ``cuCtxSynchronize`` nor an event
+    prevents it (``tests/_scripts/managed_discard_repro.c``).  The combined
+    discard-and-prefetch call completes with its stream.  The contents stay
+    indeterminate, as after a discard; the pages are resident on the device.
+    """
     _require_batch_driver(what, "cuMemDiscardBatchAsync")
+    if _PLAIN_DISCARD:
+        _plain_discard(bufs, s)
+        return
+    if not any(buf._size for buf in bufs):
+        return
+    loc = location_pair(s.device)
+    _discard_prefetch(bufs, (loc,) * len(bufs), s, what)
+
+
+#: True: discard with ``cuMemDiscardBatchAsync`` alone (what ``cuda.core``
+#: does), which loses later writes with driver 580.  For the reproducer
+#: ``tests/_scripts/managed_discard_rewrite.py --plain`` only.
+_PLAIN_DISCARD = False
+
+
+def _plain_discard(bufs: Sequence[Buffer], s: Stream) -> None:
     live = [i for i, buf in enumerate(bufs) if buf._size]
     if not live:
         return

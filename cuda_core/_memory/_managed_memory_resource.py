@@ -8,7 +8,7 @@ the driver's advice and prefetch operations to :class:`~cuda_core.Buffer`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, MutableSet
 from typing import TYPE_CHECKING, Any
 
 from cuda_core._coerce import check_or_create_options
@@ -24,7 +24,7 @@ from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
 from cuda_core._stream import _as_stream
-from cuda_core.typing import ManagedMemoryLocationType
+from cuda_core.typing import ManagedMemoryLocationType, _refuse
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
@@ -115,13 +115,9 @@ class ManagedMemoryResourceOptions:
                     f"-1 (host) or None, got {loc}"
                 )
             return
-        try:
-            kind = ManagedMemoryLocationType(kind)
-        except ValueError:
-            raise ValueError(
-                "ManagedMemoryResourceOptions.preferred_location_type must be one of "
-                f"'device', 'host', 'host_numa' or None, got {kind!r}"
-            ) from None
+        if not isinstance(kind, str):  # the enum would compare it with each value
+            _refuse(ManagedMemoryLocationType, kind)
+        kind = ManagedMemoryLocationType(kind)  # "'x' is not a valid ManagedMemoryLocationType..."
         self.preferred_location_type = kind
         if kind is ManagedMemoryLocationType.DEVICE and (loc is None or loc < 0):
             raise ValueError(
@@ -194,8 +190,10 @@ class ManagedBuffer(Buffer):
         """Discard this range's resident pages asynchronously on ``stream`` (CUDA 13+).
 
         The contents are dropped without migration; reading the range before
-        writing or prefetching it again gives indeterminate values.  See
-        :func:`cuda_core.utils.discard_batch` (errors included).
+        writing or prefetching it again gives indeterminate values.  The
+        pages end up resident on the stream's device (a plain discard loses
+        later writes with driver 580).  See
+        :func:`cuda_core.utils.discard_batch` (errors and notes included).
         """
         _managed_memory_ops.discard_one(self, stream)
 
@@ -306,12 +304,15 @@ class ManagedBuffer(Buffer):
         check(lib.cuMemAdvise_v2(self._ptr, self._size, advice, c_loc[0]), "cuMemAdvise")
 
 
-class AccessedBySet:
+class AccessedBySet(MutableSet):  # type: ignore[type-arg]  # of Device | Host
     """Live view of the accessed-by advice of a :class:`ManagedBuffer`.
 
     Membership and iteration query the driver; :meth:`add` and
     :meth:`discard` apply advice.  Items are Devices and ``Host()``:
-    accessed-by advice takes no NUMA-specific host.
+    accessed-by advice takes no NUMA-specific host.  A
+    :class:`collections.abc.MutableSet`: comparisons, ``|``, ``&``, ``-``,
+    ``isdisjoint``, ``pop``, ``clear``, ``|=`` and the rest behave as for a
+    set (operators give plain sets).
     """
 
     __slots__ = ("_buf",)
@@ -345,12 +346,9 @@ class AccessedBySet:
     def __len__(self) -> int:
         return len(self._ids())
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, AccessedBySet):
-            return self._ids() == other._ids()
-        if isinstance(other, (set, frozenset)):
-            return set(self) == other
-        return NotImplemented
+    @classmethod
+    def _from_iterable(cls, it: Iterable[Any]) -> set[Any]:
+        return set(it)  # the result of an operator is a plain set
 
     __hash__ = None  # type: ignore[assignment]  # unhashable, as a set
 

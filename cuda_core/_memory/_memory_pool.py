@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
 from cuda_core._coerce import as_flag, as_int_handle
 from cuda_core._coerce import as_size as _as_size
+from cuda_core._context import _PRIMARY, _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
 from cuda_core._lifetime import ClosedFlag, require_open
@@ -26,6 +27,7 @@ from cuda_core._memory._pool_attributes import _MemPoolAttributes
 from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_stream, _OpenStream
+from cuda_core._stream_release import bind_for_release
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -84,7 +86,18 @@ class _MemPool(MemoryResource, ClosedFlag):
         self._attributes = None
         if not hasattr(self, "_ipc_data"):
             self._ipc_data = None
-        self._state = _OwnedPool(c_pool, type(self).__name__) if owned else None
+        if owned:
+            # The context the collector destroys the pool in: the retained
+            # primary context of the pool's device, or (a host pool) of the
+            # current context's device.
+            if dev_id < 0:
+                dev_id_now = _current_device_id_or_none()
+                c_ctx = None if dev_id_now is None else _PRIMARY.get(dev_id_now)
+            else:
+                c_ctx = _PRIMARY.get(dev_id)
+            self._state = _OwnedPool(c_pool, type(self).__name__, c_ctx)
+        else:
+            self._state = None
         self._pool = c_pool
         # For allocate()'s hot path: the pool while allocating is allowed
         # (None once closed, or for a mapped resource), and the buffer class.
@@ -219,6 +232,8 @@ class _MemPool(MemoryResource, ClosedFlag):
             raise
         if not c_ptr:
             _raise_pool_alloc_error(self, size)
+        if s.__class__ is not _OpenStream:  # a default-stream token gets its context
+            s = bind_for_release(s)
         buf = self._bcls()
         buf._ptr = c_ptr
         buf._size = size

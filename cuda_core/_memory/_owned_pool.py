@@ -9,10 +9,12 @@ it when the allocation is freed.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
+from cuda_core._context import call_in_context
 from cuda_core._cuda_ffi import lib
-from cuda_core._errors import check, warn_cuda
+from cuda_core._errors import CUDAError, CUDAWarning, check, warn_cuda
 
 __all__: list[str] = []
 
@@ -34,13 +36,16 @@ class _OwnedPool:
     finalizers may run in any order and the last one destroys the pool.
     """
 
-    __slots__ = ("live", "token", "closing", "what")
+    __slots__ = ("live", "token", "closing", "what", "ctx")
 
-    def __init__(self, c_pool: Any, what: str) -> None:
+    def __init__(self, c_pool: Any, what: str, c_ctx: Any = None) -> None:
         self.live: list[None] = []
         self.token: list[Any] = [c_pool]
         self.closing = False
         self.what = what
+        # The context made current when the garbage collector destroys the
+        # pool (None: whatever is current): see __del__.
+        self.ctx = c_ctx
 
     def acquire(self) -> None:
         """Count one more outstanding allocation."""
@@ -87,8 +92,17 @@ class _OwnedPool:
             warn_cuda(f"cuMemPoolDestroy of a {self.what} pool", status)
 
     def __del__(self) -> None:
-        # The resource was garbage collected without close().
+        # The resource was garbage collected without close(), maybe on a
+        # thread where another context (or none) is current: the pool's
+        # context is made current around the destruction.
         if self.token and not sys.is_finalizing():  # at exit the driver reclaims everything
             self.closing = True
             if not self.live:
-                self._destroy(False)
+                try:
+                    call_in_context(self.ctx, self._destroy, False)
+                except CUDAError as exc:  # the context could not be made current
+                    warnings.warn(
+                        f"cuMemPoolDestroy of a {self.what} pool was skipped: {exc}",
+                        CUDAWarning,
+                        stacklevel=2,
+                    )

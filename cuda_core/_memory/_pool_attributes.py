@@ -3,20 +3,27 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._lifetime import require_open
 
 __all__: list[str] = []
 
 
 class _MemPoolAttributes:
-    """Attributes of a memory pool (read live from the driver)."""
+    """Attributes of a memory pool (read live from the driver).
 
-    __slots__ = ("_mr",)
-    _mr: Any  # a pool-backed memory resource
+    The object keeps its pool alive, as in ``cuda.core``: an owned pool
+    closed (or collected) while its attributes object lives is destroyed
+    when that object goes, so ``mr.attributes`` read before ``mr.close()``
+    stays readable.
+    """
+
+    __slots__ = ("_pool", "_state", "__weakref__")
+    _pool: Any  # the CUmemoryPool cdata
+    _state: Any  # the pool's _OwnedPool (None: a pool the resource does not own)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -26,17 +33,23 @@ class _MemPoolAttributes:
     @classmethod
     def _init(cls, mr: Any) -> _MemPoolAttributes:
         self = object.__new__(cls)
-        self._mr = mr
+        self._pool = mr._pool
+        state = self._state = mr._state
+        if state is not None:
+            # Counted as an outstanding user of the pool until collected.
+            state.acquire()
+            weakref.finalize(self, state.release, False)
         return self
 
     def __repr__(self) -> str:
+        # cuda.core's layout: the fields in alphabetical order.
         names = (
-            "reuse_follow_event_dependencies",
-            "reuse_allow_opportunistic",
-            "reuse_allow_internal_dependencies",
             "release_threshold",
             "reserved_mem_current",
             "reserved_mem_high",
+            "reuse_allow_internal_dependencies",
+            "reuse_allow_opportunistic",
+            "reuse_follow_event_dependencies",
             "used_mem_current",
             "used_mem_high",
         )
@@ -44,17 +57,13 @@ class _MemPoolAttributes:
         return f"{type(self).__name__}({body})"
 
     def _get(self, attr: int, ctype: str) -> Any:
-        mr = self._mr
-        require_open(mr.is_closed, type(mr).__name__)
         value = ffi.new(ctype)
-        check(lib.cuMemPoolGetAttribute(mr._pool, attr, value), "cuMemPoolGetAttribute")
+        check(lib.cuMemPoolGetAttribute(self._pool, attr, value), "cuMemPoolGetAttribute")
         return value[0]
 
     def _set(self, attr: int, ctype: str, value: int) -> None:
-        mr = self._mr
-        require_open(mr.is_closed, type(mr).__name__)
         c_value = ffi.new(ctype, value)
-        check(lib.cuMemPoolSetAttribute(mr._pool, attr, c_value), "cuMemPoolSetAttribute")
+        check(lib.cuMemPoolSetAttribute(self._pool, attr, c_value), "cuMemPoolSetAttribute")
 
     @property
     def reuse_follow_event_dependencies(self) -> bool:

@@ -20,6 +20,18 @@ the Buffer's release into a :class:`_SharedRelease`, which counts claims
 claim; the memory is freed when the last claim goes.  Buffers no graph ever
 used keep their release untouched, so allocating and closing them costs
 nothing more.
+
+Context
+-------
+A release that runs later -- the garbage collector's, a PyPy guard's, a
+graph drain's -- may run on any thread, with no context or another one
+current.  Each binds the owning context itself: the context of the stream
+that orders the free (a default-stream token is bound to the context
+current at allocation, :func:`~cuda_core._stream_release.bind_for_release`), else
+the primary context of the resource's device.  ``cuMemFreeAsync`` does the
+push, the free and the pop in one extension call (``cc_free_async_in``);
+releases of several calls (an owned pool's, a resource's ``deallocate``)
+run under :func:`~cuda_core._context.call_in_context`.
 """
 
 from __future__ import annotations
@@ -29,11 +41,13 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any, final
 
+from cuda_core._context import _PRIMARY, call_in_context
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_stream, _OpenStream
+from cuda_core._stream_release import owning_context
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -52,6 +66,7 @@ _NULL = ffi.NULL
 # finalizer); the counts it guards change in steps that call nothing.
 _claims_lock = threading.RLock()
 _cuMemFreeAsync = lib.cuMemFreeAsync
+_cc_free_async_in = lib.cc_free_async_in
 _is_finalizing = sys.is_finalizing
 
 
@@ -71,7 +86,7 @@ def _buffer_finalizer(self: Buffer) -> None:
     if _is_finalizing():  # at exit the driver reclaims everything
         return
     if rel is _InlinePool:
-        _collect_inline(self._ptr, self._dstream)
+        _collect_inline(self._ptr, self._dstream, self._mr)
     else:
         rel._collect()
 
@@ -94,7 +109,7 @@ def _close_open_buffer(self: Buffer, stream: _Stream | GraphBuilder | None = Non
     self._extra = None
     rel = self._release
     if rel is _InlinePool:
-        status = _cuMemFreeAsync(c_ptr, _free_order_handle(self._dstream if s is None else s))
+        status = _free_in_context(c_ptr, self._dstream if s is None else s)
         if status:
             check(status, "Buffer.close")
     elif rel is not None:
@@ -116,7 +131,10 @@ def open_buffer_close(plain: type) -> Callable[..., None]:
             self._closed = True
             self.__class__ = plain  # closed: no finalizer needed (see open_class)
             s = self._dstream
-            status = _cuMemFreeAsync(self._ptr, _NULL if s is None or s._closed else s._handle)
+            if s.__class__ is _OpenStream:  # an open owned stream names its context
+                status = _cuMemFreeAsync(self._ptr, s._handle)
+            else:
+                status = _free_in_context(self._ptr, s)
             self._ptr = 0
             self._size = 0
             self._mr = None
@@ -153,8 +171,15 @@ class _Release:
     def _collect(self) -> None:
         if in_forked_child():
             return  # the parent's memory: a forked child must not free it
+        stream = self._recorded_stream()
         try:
-            self.mr.deallocate(self.ptr, self.size, stream=self._recorded_stream())
+            call_in_context(
+                _release_context(stream, self.mr),
+                self.mr.deallocate,
+                self.ptr,
+                self.size,
+                stream=stream,
+            )
         except Exception as exc:  # noqa: BLE001 - a finalizer must not raise
             warnings.warn(
                 f"{type(self.mr).__name__}.deallocate({self.ptr:#x}, {self.size}) failed while "
@@ -166,7 +191,9 @@ class _Release:
     def run(self, stream: _Stream | None) -> None:
         if stream is None:
             stream = self._recorded_stream()
-        self.mr.deallocate(self.ptr, self.size, stream=stream)
+        call_in_context(
+            owning_context(stream), self.mr.deallocate, self.ptr, self.size, stream=stream
+        )
 
     def _recorded_stream(self) -> _Stream:
         """The stream to free on when none is given: the recorded one if usable.
@@ -205,11 +232,50 @@ def _free_order_handle(stream: _Stream | None) -> Any:
     return _NULL if stream is None or stream._closed else stream._handle
 
 
-def _collect_inline(c_ptr: int, stream: _Stream | None) -> None:
-    """Free a garbage-collected _InlinePool allocation; failures become CUDAWarning."""
+def _free_in_context(c_ptr: int, stream: _Stream | None) -> int:
+    """``cuMemFreeAsync`` of ``c_ptr`` on ``stream`` (explicit close); return the status.
+
+    The context ``stream`` is bound to, if any (an owned stream's, a bound
+    default-stream token's: see :func:`~cuda_core._stream_release.owning_context`),
+    is made current around the free when it is not; otherwise the free runs
+    in whatever is current, as the caller chose.
+    """
+    c_ctx = owning_context(stream)
+    if c_ctx is None:
+        return _cuMemFreeAsync(c_ptr, _free_order_handle(stream))  # type: ignore[no-any-return]
+    status: int = _cc_free_async_in(c_ctx, c_ptr, _free_order_handle(stream))
+    return status
+
+
+def _release_context(stream: _Stream | None, mr: object = None) -> Any:
+    """The ``CUcontext`` a deferred release must run in (None: whatever is current).
+
+    The context of the stream that orders it; failing that, the retained
+    primary context of the memory resource's device.
+    """
+    c_ctx = owning_context(stream)
+    if c_ctx is None and mr is not None:
+        try:
+            device_id = mr.device_id  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a resource without a device
+            return None
+        c_ctx = _PRIMARY.get(device_id) if isinstance(device_id, int) else None
+    return c_ctx
+
+
+def _collect_inline(c_ptr: int, stream: _Stream | None, mr: object = None) -> None:
+    """Free a garbage-collected _InlinePool allocation; failures become CUDAWarning.
+
+    The free runs in the owning context (see :func:`_release_context`),
+    whatever is current on the collecting thread.
+    """
     if in_forked_child():
         return  # the parent's memory: a forked child must not free it
-    status = _cuMemFreeAsync(c_ptr, _free_order_handle(stream))
+    c_ctx = _release_context(stream, mr)
+    if c_ctx is None:
+        status = _cuMemFreeAsync(c_ptr, _free_order_handle(stream))
+    else:
+        status = _cc_free_async_in(c_ctx, c_ptr, _free_order_handle(stream))
     if status:
         warn_cuda(f"cuMemFreeAsync({c_ptr:#x}) of a garbage-collected Buffer", status)
 
@@ -226,14 +292,39 @@ class _OwnedPoolRelease(_Release):
     pool: _OwnedPool
 
     def _collect(self) -> None:
+        if in_forked_child():
+            return  # the parent's memory: a forked child must not free it
+        stream = self.stream
         try:
-            _collect_inline(self.ptr, self.stream)
+            # The free and the pool's release (a stream synchronization and
+            # the pool's destruction after its last allocation) in the
+            # owning context, whatever is current here.
+            call_in_context(_release_context(stream, self.mr), self._collect_here, stream)
+        except Exception as exc:  # noqa: BLE001 - a finalizer must not raise
+            # The owning context could not be made current: the memory is lost.
+            warnings.warn(
+                f"cuMemFreeAsync({self.ptr:#x}) of a garbage-collected Buffer was skipped; "
+                f"the memory may have leaked: {exc}",
+                CUDAWarning,
+                stacklevel=2,
+            )
+            self.pool.release(raise_errors=False)
+
+    def _collect_here(self, stream: _Stream | None) -> None:
+        try:
+            _collect_inline(self.ptr, stream)
         finally:
-            self.pool.release(raise_errors=False, stream=self.stream)
+            self.pool.release(raise_errors=False, stream=stream)
 
     def run(self, stream: _Stream | None) -> None:
         if stream is None:
             stream = self.stream
+        if stream.__class__ is _OpenStream:  # an open owned stream names its context
+            self._run_here(stream)
+        else:
+            call_in_context(owning_context(stream), self._run_here, stream)
+
+    def _run_here(self, stream: _Stream | None) -> None:
         try:
             status = _cuMemFreeAsync(self.ptr, _free_order_handle(stream))
             if status:
@@ -268,15 +359,17 @@ class _SharedRelease:
     graph node's.  Whoever drops the last claim frees the memory.
     """
 
-    __slots__ = ("inner", "_ptr", "_stream", "claims")
+    __slots__ = ("inner", "_ptr", "_stream", "_mr", "claims")
     inner: _Release | None
     _ptr: int
     _stream: _Stream | None
+    _mr: MemoryResource | None  # for the context of a collected free (see _release_context)
     claims: int
 
     def __init__(self, buf: Buffer) -> None:
         rel = buf._release
         self._ptr = buf._ptr
+        self._mr = buf._mr
         if rel is _InlinePool:
             self.inner = None
             self._stream = getattr(buf, "_dstream", None)
@@ -353,11 +446,11 @@ class _SharedRelease:
             if stream is None:
                 stream = self._stream
             if raise_errors:
-                status = _cuMemFreeAsync(self._ptr, _free_order_handle(stream))
+                status = _free_in_context(self._ptr, stream)
                 if status:
                     check(status, "Buffer.close")
             else:
-                _collect_inline(self._ptr, stream)
+                _collect_inline(self._ptr, stream, self._mr)
         elif raise_errors:
             inner.run(stream)
         else:
@@ -406,7 +499,7 @@ def claim_allocation(buf: Buffer) -> object:
         extra = buf._extra
         return None if extra is None else extra.owner
     with _claims_lock:
-        if rel.__class__ is not _SharedRelease:
+        if not isinstance(rel, _SharedRelease):  # _ipc_imports' subclass is shared already
             rel = buf._release = _SharedRelease(buf)
         rel.claims += 1
     return _AllocationClaim(rel)

@@ -169,6 +169,43 @@ class VirtualMemoryResourceOptions:
         self.gpu_direct_rdma = as_flag(self.gpu_direct_rdma, f"{name}.gpu_direct_rdma")
         self.peers = _peer_ordinals(name, self.peers)
 
+    # cuda.core's translators from an option value to the driver's constant,
+    # under its names and with its messages.
+
+    @staticmethod
+    def _access_to_flags(spec: str | None) -> int:
+        """Return the ``CUmemAccess_flags`` for ``"rw"``, ``"r"`` or None (0)."""
+        return _to_driver(spec, _ACCESS, "Unknown access spec")
+
+    @staticmethod
+    def _allocation_type_to_driver(spec: str) -> int:
+        """Return the ``CUmemAllocationType`` for ``"pinned"`` or ``"managed"``."""
+        return _to_driver(spec, _ALLOCATION_TYPES, "Unsupported allocation_type")
+
+    @staticmethod
+    def _location_type_to_driver(spec: str) -> int:
+        """Return the ``CUmemLocationType`` for a location type."""
+        return _to_driver(spec, _LOCATION_TYPES, "Unsupported location_type")
+
+    @staticmethod
+    def _handle_type_to_driver(spec: str | None) -> int:
+        """Return the ``CUmemAllocationHandleType`` for a handle type (None: none)."""
+        return _to_driver(spec, _HANDLE_TYPES, "Unsupported handle_type")
+
+    @staticmethod
+    def _granularity_to_driver(spec: str) -> int:
+        """Return the ``CUmemAllocationGranularity_flags`` for a granularity."""
+        return _to_driver(spec, _GRANULARITY, "Unsupported granularity")
+
+
+def _to_driver(spec: Any, table: Mapping[Any, str | None], what: str) -> int:
+    key = spec.value if isinstance(spec, enum.Enum) else spec
+    try:
+        name = table[key]
+    except (KeyError, TypeError):
+        raise ValueError(f"{what}: {spec!r}") from None
+    return 0 if name is None else int(getattr(lib, name))
+
 
 def _peer_ordinals(cls_name: str, peers: Any) -> tuple[int, ...]:
     """Return ``peers`` (an iterable of Devices or ordinals) as a tuple of ordinals."""

@@ -29,6 +29,9 @@ class ChildGraphNode(GraphNode):
     _extra = ("_child",)
     _child: GraphDefinition
 
+    def _repr_fields(self) -> str:
+        return f" child={self._child._h:#x}"
+
     def _load(self) -> None:
         out = ffi.new("CUgraph *")
         check(lib.cuGraphChildGraphNodeGetGraph(self._node, out))

@@ -43,6 +43,11 @@ class ConditionalNode(GraphNode):
     # None on a node not made through cuda_core (no branches then)
     _branches: tuple[GraphDefinition, ...]
 
+    def _repr_fields(self) -> str:
+        if self._condition is None:  # a node found in the graph: no condition known
+            return ""
+        return f" condition={self._condition.handle:#x}"
+
     @property
     def condition(self) -> GraphCondition | None:
         """GraphCondition or None: The condition controlling the node."""

@@ -191,16 +191,16 @@ class _DefinitionBuilders(_ConditionalBuilders):
         TypeError
             For arguments of the wrong type.
         ValueError
-            For a non-positive size or an unknown memory type.
+            For a negative size or an unknown memory type.
+        CUDAError
+            If the driver refuses the allocation (a size of 0, for one).
 
         Notes
         -----
         Graph allocations cannot be shared through IPC.
         """
         self._check_valid()
-        size = _as_size(size, "size")
-        if size == 0:
-            raise ValueError("size must be > 0 for a graph allocation")
+        size = _as_size(size, "size")  # 0 goes to the driver, which refuses it (as cuda.core)
         device_id = _current_device_id() if device is None else _device_id(device, "device")
         kind = _memory_type(memory_type)
         peers = (

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cuda_core._cuda_ffi import lib
+from cuda_core._coerce import as_int_handle
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
 from cuda_core.graph._graph_node import GraphNode
 from cuda_core.graph._node_params import _require_event
 from cuda_core.graph._node_registry import _register
@@ -23,9 +25,23 @@ __all__ = ["EventRecordNode", "EventWaitNode"]
 class _EventNode(GraphNode):
     """Base of the event nodes: the event they record or wait for."""
 
-    __slots__ = ("_event",)
-    _extra = ("_event",)
+    __slots__ = ("_event", "_event_h")
+    _extra = ("_event", "_event_h")
     _event: Event | None
+    _event_h: int  # the CUevent the node records or waits for
+
+    def _repr_fields(self) -> str:
+        return f" event={self._event_h:#x}"
+
+    def _load(self) -> None:
+        out = ffi.new("CUevent *")
+        get = (
+            lib.cuGraphEventRecordNodeGetEvent
+            if isinstance(self, EventRecordNode)
+            else lib.cuGraphEventWaitNodeGetEvent
+        )
+        check(get(self._node, out))
+        self._event_h = as_int_handle(out[0])
 
     @property
     def event(self) -> Event | None:

@@ -111,11 +111,16 @@ class GraphNode(_DefinitionBuilders):
     def __repr__(self) -> str:
         if self._node is None:
             return "<GraphNode entry>" if self.is_valid else "<GraphNode destroyed>"
-        if self._destroyed:
-            if type(self) is GraphNode:
-                return "<GraphNode destroyed>"
-            return f"<{type(self).__name__} handle=0x0>"
-        return f"<{type(self).__name__} handle={self._h:#x}>"
+        if self._destroyed and type(self) is GraphNode:
+            return "<GraphNode destroyed>"
+        # As cuda.core: ``<Kind handle=0x... field=...>``; a destroyed node of a
+        # kind shows handle 0x0 and the fields recorded when it was made.
+        handle = 0 if self._destroyed else self._h
+        return f"<{type(self).__name__} handle={handle:#x}{self._repr_fields()}>"
+
+    def _repr_fields(self) -> str:
+        """The `` name=value`` fields of this node's kind in ``repr`` (subclasses)."""
+        return ""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphNode):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.graph._attachments import resolve_host_callback
 from cuda_core.graph._graph_node import GraphNode
@@ -29,6 +30,16 @@ class HostCallbackNode(GraphNode):
     __slots__ = ("_callback",)
     _extra = ("_callback",)
     _callback: Callable[[], object] | None
+
+    def _repr_fields(self) -> str:
+        if self._callback is not None:
+            return f" callback={getattr(self._callback, '__name__', '?')}"
+        fn = 0
+        if not self._destroyed:
+            params = ffi.new("CUDA_HOST_NODE_PARAMS *")
+            if lib.cuGraphHostNodeGetParams(self._node, params) == 0:
+                fn = as_int_handle(params.fn)
+        return f" cfunc={fn:#x}"
 
     @property
     def callback(self) -> Callable[[], object] | None:  # type: ignore[override]  # as in cuda.core

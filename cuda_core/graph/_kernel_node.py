@@ -37,6 +37,9 @@ class KernelNode(GraphNode):
     _launch: tuple[tuple[int, int, int], tuple[int, int, int], int]
     _kern_h: int
 
+    def _repr_fields(self) -> str:
+        return f" kernel={self._kern_h:#x}"
+
     def _params(self) -> Any:
         self._check_valid()
         p = ffi.new("CUDA_KERNEL_NODE_PARAMS *")

@@ -35,7 +35,14 @@ class MemcpyNode(GraphNode):
 
     __slots__ = ("_copy",)
     _extra = ("_copy",)
-    _copy: tuple[int, int, int]
+    # (dst, src, size, dst is host memory, src is host memory)
+    _copy: tuple[int, int, int, bool, bool]
+
+    def _repr_fields(self) -> str:
+        dst, src, size, dst_host, src_host = self._copy
+        dk = "H" if dst_host else "D"
+        sk = "H" if src_host else "D"
+        return f" dst={dst:#x}({dk}) src={src:#x}({sk}) size={size}"
 
     def _load(self) -> None:
         p = ffi.new("CUDA_MEMCPY3D *")
@@ -48,7 +55,13 @@ class MemcpyNode(GraphNode):
             src = as_int_handle(p.srcHost)
         else:
             src = int(p.srcDevice)
-        self._copy = (dst, src, int(p.WidthInBytes))
+        self._copy = (
+            dst,
+            src,
+            int(p.WidthInBytes),
+            p.dstMemoryType == lib.CU_MEMORYTYPE_HOST,
+            p.srcMemoryType == lib.CU_MEMORYTYPE_HOST,
+        )
 
     @property
     def dst(self) -> int:
@@ -105,6 +118,9 @@ class MemsetNode(GraphNode):
     __slots__ = ("_fill",)
     _extra = ("_fill",)
     _fill: tuple[int, int, int, int, int, int]
+
+    def _repr_fields(self) -> str:
+        return f" dptr={self._fill[0]:#x} value={self._fill[1]}"
 
     def _load(self) -> None:
         p = ffi.new("CUDA_MEMSET_NODE_PARAMS *")
@@ -207,6 +223,9 @@ class AllocNode(GraphNode):
             address = as_int_handle(p.dptr)
             self._meta = (address, int(p.bytesize), int(props.location.id), kind, peers)
 
+    def _repr_fields(self) -> str:
+        return f" dptr={self._meta[0]:#x} size={self._meta[1]}"
+
     def _info(self) -> tuple[int, int, int, GraphMemoryType, tuple[int, ...]]:
         """Return ``(dptr, bytesize, device_id, memory_type, peer_access)``."""
         return self._meta
@@ -244,6 +263,9 @@ class FreeNode(GraphNode):
     __slots__ = ("_dptr",)
     _extra = ("_dptr",)
     _dptr: int
+
+    def _repr_fields(self) -> str:
+        return f" dptr={self._dptr:#x}"
 
     def _load(self) -> None:
         out = ffi.new("CUdeviceptr *")

@@ -26,6 +26,7 @@ from cuda_core._launch_config import _coerce_config
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._release import claim_allocation
 from cuda_core.graph._types import GraphMemoryType
+from cuda_core.typing import _refuse
 
 __all__: list[str] = []
 
@@ -72,12 +73,10 @@ def _device_id(value: object, what: str) -> int:
 def _memory_type(value: object) -> GraphMemoryType:
     if value is None:
         return GraphMemoryType.DEVICE
-    try:
-        return GraphMemoryType(value)  # type: ignore[arg-type]  # the enum refuses others
-    except ValueError:
-        raise ValueError(
-            f"memory_type must be one of 'device', 'host', 'managed', got {value!r}"
-        ) from None
+    if not isinstance(value, str):  # the enum would compare it with each value
+        _refuse(GraphMemoryType, value)
+    # An unknown value: "'x' is not a valid GraphMemoryType. Must be ...", as cuda.core.
+    return GraphMemoryType(value)
 
 
 def _as_address(value: object, what: str) -> int:

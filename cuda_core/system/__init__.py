@@ -48,3 +48,8 @@ __all__ = [
     "register_events",
     *exceptions.__all__,
 ]
+
+# Read-only properties fail as on cuda.core's classes (see cuda_core._read_only).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()

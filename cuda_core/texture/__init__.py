@@ -33,3 +33,8 @@ __all__ = [
     "TextureObject",
     "TextureObjectOptions",
 ]
+
+# Read-only properties fail as on cuda.core's classes (see cuda_core._read_only).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()

@@ -37,3 +37,8 @@ __all__ = [
     "make_program_cache_key",
     "prefetch_batch",
 ]
+
+# Read-only properties fail as on cuda.core's classes (see cuda_core._read_only).
+from cuda_core._read_only import seal_read_only as _seal_read_only  # noqa: E402
+
+_seal_read_only()

@@ -357,7 +357,14 @@ def test_compile_key_target_check_wins(nvrtc_13_0):
 # -- the caches -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", [0, -5, True, 2.5, "10"])
+@pytest.mark.parametrize("bad", [0, -5])
+def test_in_memory_max_size_not_positive(bad):
+    with pytest.raises(ValueError) as info:
+        InMemoryProgramCache(max_size_bytes=bad)
+    assert str(info.value) == "max_size_bytes must be positive or None (0 would evict every write)"
+
+
+@pytest.mark.parametrize("bad", [True, 2.5, "10"])
 def test_in_memory_max_size(bad):
     with pytest.raises(ValueError) as info:
         InMemoryProgramCache(max_size_bytes=bad)

@@ -29,7 +29,7 @@ def destroyed(monkeypatch):
     """Addresses passed to the finalizers' destroy calls of streams and events."""
     calls = []
 
-    def destroy(handle):
+    def destroy(handle, *context):  # events pass their context too
         calls.append(int(ffi.cast("intptr_t", handle)))
 
     monkeypatch.setattr(stream_mod, "_destroy_stream", destroy)

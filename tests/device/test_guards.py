@@ -140,7 +140,9 @@ def test_shared_event_dropped_unclosed_gives_up_only_its_claim(monkeypatch):
         last.append(_address(handle))
         return 0
 
-    monkeypatch.setattr(share_mod, "lib", types.SimpleNamespace(cuEventDestroy=destroy))
+    monkeypatch.setattr(
+        share_mod, "lib", types.SimpleNamespace(cc_event_destroy_in=lambda ctx, h: destroy(h))
+    )
     event = _adopt(ffi.cast("CUevent", 0x40), None, 0)
     claim = share_mod.claim_event(event)
     share = event._share

@@ -50,7 +50,8 @@ def test_destroyed_nodes_keep_their_recorded_properties(device, stream, kernels)
         assert node.type is None and node.handle is None
         assert len(node.pred) == 0 and len(node.succ) == 0
         assert node.graph == gdef
-    assert repr(kn) == "<KernelNode handle=0x0>"
+    # A destroyed node shows a null handle and what it recorded when made.
+    assert repr(kn) == f"<KernelNode handle=0x0 kernel={kn.kernel.handle:#x}>"
     after = {
         "kn": (kn.grid, kn.block, kn.shmem_size, kn.kernel, kn.config),
         "mc": (mc.dst, mc.src, mc.size),

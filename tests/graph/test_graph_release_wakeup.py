@@ -324,7 +324,7 @@ def _fake_allocation_claim(claims):
 
 
 def _fake_event_claim(claims):
-    share = _EventShare(ffi.NULL)
+    share = _EventShare(ffi.NULL, None)
     share.claims = claims
     return share, _EventClaim(share)
 

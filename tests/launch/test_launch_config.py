@@ -89,7 +89,7 @@ def test_repr_eq_hash():
     assert (a == 5) is False
     assert repr(a) == (
         "LaunchConfig(grid=(4, 1, 1), cluster=None, block=(2, 3, 1), shmem_size=16, "
-        "is_cooperative=False, programmatic_stream_serialization=False)"
+        "is_cooperative=False)"
     )
     assert len({a, b}) == 1
 

@@ -63,7 +63,7 @@ def test_managed_options_validation():
     ManagedMemoryResourceOptions(preferred_location=-1)
     ManagedMemoryResourceOptions(preferred_location_type="host")
     ManagedMemoryResourceOptions(preferred_location_type="host_numa")
-    with pytest.raises(ValueError, match="preferred_location_type"):
+    with pytest.raises(ValueError, match="'gpu' is not a valid ManagedMemoryLocationType"):
         ManagedMemoryResourceOptions(preferred_location_type="gpu")
     with pytest.raises(ValueError, match="device ordinal"):
         ManagedMemoryResourceOptions(preferred_location_type="device")

@@ -128,6 +128,7 @@ class _FakeDriver:
 
 @pytest.fixture
 def driver(monkeypatch):
+    _collect()  # earlier tests' garbage goes to the real driver, not to the stand-in
     fake = _FakeDriver()
     monkeypatch.setattr(_memory_pool, "lib", fake)
     monkeypatch.setattr(_owned_pool, "lib", fake)
@@ -308,10 +309,13 @@ def test_pinned_access_grant_other_failure_raises(monkeypatch):
 # --------------------------------------------------------------------------
 # Input checks.
 # --------------------------------------------------------------------------
-class _BindingsPointer:
-    """Looks like a cuda-bindings CUdeviceptr: converts with int() only."""
+class CUdeviceptr:
+    """Looks like a cuda-bindings CUdeviceptr: its type name, getPtr() and int()."""
 
     __module__ = "cuda.bindings.driver"
+
+    def getPtr(self):  # noqa: N802 - cuda.bindings' name
+        return 0
 
     def __int__(self):
         return 0x4000
@@ -324,7 +328,7 @@ class _IntOnly:
 
 def test_buffer_addresses():
     assert Buffer.from_handle(np.uint64(0x4000), 8).handle == 0x4000
-    assert Buffer.from_handle(_BindingsPointer(), 8).handle == 0x4000
+    assert Buffer.from_handle(CUdeviceptr(), 8).handle == 0x4000
     assert Buffer.from_handle(2**64 - 1, 0).handle == 2**64 - 1
     for bad in (True, 4096.0, "4096", _IntOnly(), float("inf"), float("nan")):
         with pytest.raises(TypeError, match="ptr"):

@@ -24,7 +24,7 @@ BASES = ["", "cuda_core", "cffi_src", "tests", "docs", "benchmarks"]
 ENDINGS = (".py", ".pyi", ".h", ".c", ".md", ".sh", ".toml", ".json", ".jsonl", ".txt", ".png")
 NOT_HERE = ("../", ".device/", "$", "/", "~", "http", "OUT/")
 # Files the package makes at run time, not in the repository.
-RUN_TIME = {"tmp/entry-*"}  # a FileStreamProgramCache's own temporary files
+RUN_TIME = {"tmp/", "tmp/entry-*"}  # a FileStreamProgramCache's temporary files
 
 _BACKTICKED = re.compile(r"`([^`\s]+)`")
 _PATHLIKE = re.compile(r"^[\w.*/-]+$")

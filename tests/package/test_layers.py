@@ -31,7 +31,7 @@ LAYERS = [
         "registration slots, exceptions, loader, error layer, versions",
         ["_slots", "_errors", "_loader", "_version"],
     ),
-    ("shared helpers and typing", ["_coerce", "_lifetime", "typing"]),
+    ("shared helpers and typing", ["_coerce", "_lifetime", "_read_only", "typing"]),
     ("context", ["_context", "_device_resources", "_host"]),
     (
         "events and streams",
@@ -54,7 +54,7 @@ LAYERS = [
     ("linker and program", ["_linker", "_linker_*", "_program", "_program_*", "_compile_common"]),
     ("utils and graph", ["utils", "utils.*", "graph", "graph.*"]),
     ("Device", ["_device", "_device_properties", "_device_textures"]),
-    ("package face", ["", "__main__"]),
+    ("package face", ["", "__main__", "_install"]),
 ]
 
 # Packages beside the stack: (names, the highest layer they may import).
@@ -400,7 +400,11 @@ def _registering_functions(path):
         declared = {n for s in ast.walk(fn) if isinstance(s, ast.Global) for n in s.names}
 
         def handed(value, params=params):
-            return any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(value))
+            # What was handed in itself (a name, or a tuple or list of them),
+            # not something computed from it.
+            if isinstance(value, (ast.Tuple, ast.List)):
+                return bool(value.elts) and all(handed(e) for e in value.elts)
+            return isinstance(value, ast.Name) and value.id in params
 
         for node in ast.walk(fn):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "globals":

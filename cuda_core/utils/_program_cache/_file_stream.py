@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -26,12 +27,19 @@ from cuda_core.utils._program_cache._resource import (
     _value_bytes,
 )
 
+if sys.platform != "win32":
+    import fcntl
+
 if TYPE_CHECKING:
     from cuda_core.utils._program_cache._resource import _Key, _Value
 
 __all__ = ["FileStreamProgramCache"]
 
 _TMP_PREFIX = "entry-"
+#: Victims are renamed into ``tmp/`` under this prefix before they are deleted.
+_TOMB_PREFIX = _TMP_PREFIX + "evicted-"
+#: The advisory lock file in the cache directory (see ``_locked``).
+_LOCK_NAME = ".lock"
 _TMP_STALE_SECONDS = 3600
 _SHARD = re.compile(r"[0-9a-f]{2}\Z")
 _ENTRY = re.compile(r"[0-9a-f]{62}\Z")
@@ -75,9 +83,15 @@ class FileStreamProgramCache(ProgramCacheResource):
     Notes
     -----
     Eviction and :meth:`clear` remove only files named as entries
-    (``<2 hex>/<62 hex>``), each only if it is unchanged since it was
-    examined (a writer may have replaced it meanwhile); temporary files
-    (``tmp/entry-*``) left behind by crashed writers are removed after an
+    (``<2 hex>/<62 hex>``), each only if it is still the file that was
+    examined: same inode, size and modification time (a writer may have
+    replaced it meanwhile).  The check and the removal happen under an
+    exclusive advisory lock on ``<path>/.lock`` that this class's writers
+    hold (shared) while they rename a new entry into place; the victim is
+    renamed to a temporary name, checked again and only then deleted, and
+    put back if it turns out to be a newer file, so a writer that takes no
+    lock (``cuda.core``'s) loses no entry either.  Temporary files
+    (``tmp/entry-*``) left behind by crashed processes are removed after an
     hour.  Other files in the directory are never touched.
     """
 
@@ -91,6 +105,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         self._entries = self._root / "entries"
         self._tmp = self._root / "tmp"
         self._entries_prefix = os.path.join(str(self._entries), "")
+        self._lock_path = str(self._root / _LOCK_NAME)
         self._root.mkdir(parents=True, exist_ok=True)
         self._entries.mkdir(exist_ok=True)
         self._tmp.mkdir(exist_ok=True)
@@ -128,7 +143,8 @@ class FileStreamProgramCache(ProgramCacheResource):
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp_name, target)
+            with _locked(self._lock_path, exclusive=False):
+                os.replace(tmp_name, target)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
@@ -166,8 +182,14 @@ class FileStreamProgramCache(ProgramCacheResource):
         for path in self._iter_entries():
             with contextlib.suppress(FileNotFoundError):
                 snapshot.append((path, os.stat(path)))
-        for path, st in snapshot:
-            _unlink_if_unchanged(path, st)
+        with _locked(self._lock_path, exclusive=True):
+            for path, st in snapshot:
+                try:
+                    now = os.stat(path)
+                except FileNotFoundError:
+                    continue
+                if _same_file(now, st):
+                    self._remove(path, st)
         self._sweep_stale_tmp()
         for shard in self._iter_shards():
             with contextlib.suppress(OSError):
@@ -251,21 +273,56 @@ class FileStreamProgramCache(ProgramCacheResource):
                 stats.append((path, os.stat(path)))
         total = self._tmp_size() + sum(st.st_size for _, st in stats)
         stats.sort(key=lambda item: item[1].st_atime_ns)
-        for path, st in stats:
-            if total <= self._max_size_bytes:  # type: ignore[operator]  # set when evicting
-                break
-            try:
-                now = os.stat(path)
-            except FileNotFoundError:
-                total -= st.st_size
-                continue
-            if _same_file(now, st):
-                if _unlink_if_unchanged(path, st):
+        limit = self._max_size_bytes
+        assert limit is not None  # only called with a bound
+        with _locked(self._lock_path, exclusive=True):
+            for path, st in stats:
+                if total <= limit:
+                    break
+                try:
+                    now = os.stat(path)
+                except FileNotFoundError:
                     total -= st.st_size
-            else:  # replaced by another writer since: keep it, count its real size
-                total += now.st_size - st.st_size
+                    continue
+                if not _same_file(now, st):
+                    # Replaced by a writer since the scan: keep it, count its real size.
+                    total += now.st_size - st.st_size
+                elif self._remove(path, st):
+                    total -= st.st_size
         with self._lock:
             self._approx_size = total
+
+    def _remove(self, path: str, st_before: os.stat_result) -> bool:
+        """Delete the entry ``path``, just seen to be the file ``st_before`` describes.
+
+        Called with the exclusive lock held, so this class's writers cannot
+        replace the entry meanwhile.  A writer that takes no lock could, at
+        any step: the entry is therefore renamed to a unique name in
+        ``tmp/`` first, the file taken is checked again, and only a file
+        identical to ``st_before`` is deleted; a newer one goes back unless
+        a still newer entry is in place by then.  True if it was deleted.
+        """
+        tomb = os.path.join(self._tmp, f"{_TOMB_PREFIX}{os.getpid()}-{os.urandom(8).hex()}")
+        try:
+            os.rename(path, tomb)
+        except FileNotFoundError:
+            return False
+        except OSError:  # no rename into tmp/ (another file system, say): under the lock only
+            with contextlib.suppress(FileNotFoundError):
+                if _same_file(os.stat(path), st_before):
+                    os.unlink(path)
+                    return True
+            return False
+        try:
+            taken = os.lstat(tomb)
+        except FileNotFoundError:  # swept as a stale temporary file: it was old
+            return True
+        if _same_file(taken, st_before):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tomb)
+            return True
+        _put_back(tomb, path)
+        return False
 
     def _sweep_stale_tmp(self) -> None:
         cutoff = time.time() - _TMP_STALE_SECONDS
@@ -322,19 +379,45 @@ def _touch_atime(fd: int, path: str, st_before: os.stat_result) -> None:
         pass
 
 
-def _unlink_if_unchanged(path: str, st_before: os.stat_result) -> bool:
-    """Delete ``path`` unless another process replaced it since ``st_before``."""
+def _put_back(tomb: str, path: str) -> None:
+    """Return a file taken from ``path`` by mistake, unless a newer entry is there now."""
     try:
-        st_now = os.stat(path)
-    except FileNotFoundError:
-        return False
-    if not _same_file(st_now, st_before):
-        return False
+        os.link(tomb, path)  # never replaces an entry written meanwhile
+    except FileExistsError:
+        pass  # a newer entry is in place: the one taken is superseded
+    except OSError:  # no hard links on this file system
+        if not os.path.lexists(path):
+            with contextlib.suppress(OSError):
+                os.replace(tomb, path)
+                return
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tomb)
+
+
+@contextlib.contextmanager
+def _locked(path: str, *, exclusive: bool) -> Iterator[None]:
+    """Hold the cache directory's advisory lock: shared to commit an entry, exclusive to remove.
+
+    Each holder opens the lock file itself (``flock`` locks belong to the
+    open file, so threads of one process exclude each other too).  Where
+    there is no ``flock`` (Windows) or the file system refuses it, nothing
+    is held and the rename-and-check step of removals alone keeps newer
+    entries.
+    """
+    if sys.platform == "win32":
+        yield
+        return
     try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    return True
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:  # a read-only directory, say
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _default_cache_dir() -> Path:

@@ -93,7 +93,9 @@ def _check_max_size(value: object) -> int | None:
     """The in-memory cache's bound: a positive int (not a bool) or None."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        raise ValueError("max_size_bytes must be positive or None (0 would evict every write)")
+    if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(
             f"max_size_bytes must be a positive int or None (0 would evict every write), "
             f"got {value!r}"
