@@ -447,23 +447,13 @@ class _WaitArgumentError(TypeError, ValueError):
 def _as_stream(obj: Any, *, check_open: bool = True, for_launch: bool = False) -> Stream:
     """Return ``obj`` as a Stream: the one stream coercer.
 
-    An exact Stream passes at once (the hot path); so does a Stream subclass.
-    A :class:`~cuda_core.graph.GraphBuilder` gives its stream, and any object
-    implementing ``__cuda_stream__`` or a ``cuda.bindings`` ``CUstream`` is
-    wrapped as a borrowed Stream that keeps ``obj`` alive.  With
-    ``check_open``, a closed stream raises (its destroyed handle must never
-    reach the driver).  ``for_launch`` words it as ``cuda.core``'s ``launch``
-    does: None has its own TypeError, a ``__cuda_stream__`` object, once
-    wrapped, warns that passing it is deprecated, and a bare ``CUstream`` is
-    refused.
-
-    Raises
-    ------
-    TypeError
-        ``"Stream or GraphBuilder expected, got <type>"`` (as ``cuda.core``
-        words it) for anything else.
-    RuntimeError
-        For a closed GraphBuilder, or a closed stream with ``check_open``.
+    An exact Stream passes at once (the hot path); a GraphBuilder gives its
+    stream (RuntimeError once closed); a ``__cuda_stream__`` object or a
+    ``cuda.bindings`` ``CUstream`` becomes a borrowed Stream keeping ``obj``
+    alive; anything else raises TypeError ``"Stream or GraphBuilder expected,
+    got <type>"``.  ``check_open``: RuntimeError for a closed stream.
+    ``for_launch``: as ``launch`` words it (None's own TypeError, a warning
+    for protocol objects, no bare ``CUstream``).
     """
     if obj.__class__ is not _OpenStream and obj.__class__ is not Stream:
         obj = _convert_stream(obj, for_launch)
@@ -561,16 +551,12 @@ def _adopt(
     cls: type[Stream] = Stream,
     options: tuple[bool, int] | None = None,
 ) -> Stream:
-    """Make the Stream object of ``c_stream``: the one constructor every path uses.
+    """Make the Stream of ``c_stream`` (address ``h``): the one constructor every path uses.
 
-    ``h`` is the handle's address as an int, ``ctx`` the stream's Context
-    (None: unknown).  An owned stream (``kind`` ``_OWNED``) is an instance of
-    the open twin of ``cls``, with the PyPy guard for the library's own class
-    (whose release keeps ``owner``, a green context, alive until it ran);
-    borrowed and built-in streams are plain instances of ``cls`` that keep
-    ``owner`` (the foreign object) alive.  ``options`` is ``(nonblocking,
-    priority)`` where they are known; otherwise they are asked of the driver
-    when first read.
+    Owned streams are open twins of ``cls`` (the PyPy guard for the library's
+    own class keeps ``owner``, a green context, alive); borrowed and built-in
+    ones plain instances keeping ``owner`` alive.  ``options``:
+    ``(nonblocking, priority)`` where known (else asked of the driver).
     """
     if kind == _OWNED:
         if cls is Stream:
