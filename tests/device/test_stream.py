@@ -149,7 +149,7 @@ def test_as_stream_accepts_streams_and_protocol_objects():
     assert isinstance(wrapped, Stream) and wrapped.handle == 0x6000
     assert wrapped._owner is foreign  # keeps the foreign object alive
     with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got object$"):
-        _as_stream(object(), "my_stream")
+        _as_stream(object())
     with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got int$"):
         _as_stream(0x5000)
 
