@@ -195,7 +195,7 @@ def _classify(arg: object, index: int, param: ParamInfo | None) -> _Slot:
     for base, items in fallback:
         if isinstance(arg, base):
             return _Slot(tp, items)
-    smv = _slots.StridedMemoryView
+    smv = _slots.strided_memory_view_if_loaded()
     if smv is not None and isinstance(arg, smv):
         return _Slot(tp, _one("N", "{a}.ptr"))
     if getattr(tp, GRAPH_CONDITION_MARKER, False):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SIZE_MAX",
     "as_address",
+    "as_flag",
     "as_int_handle",
     "as_list",
     "as_size",
@@ -63,6 +64,30 @@ def check_or_create_options(
             f"with valid {desc}. The provided object is '{options}'."
         )
     return options
+
+
+@overload
+def as_flag(
+    value: object, what: str, *, none_ok: Literal[False] = ..., ints: bool = ...
+) -> bool: ...
+@overload
+def as_flag(value: object, what: str, *, none_ok: bool, ints: bool = ...) -> bool | None: ...
+def as_flag(value: object, what: str, *, none_ok: bool = False, ints: bool = True) -> bool | None:
+    """Return ``value`` as a bool: the one check of a bool option field ``what``.
+
+    True and False pass; with ``ints`` the ints 0 and 1 become False and True;
+    with ``none_ok`` None passes.  Anything else raises TypeError ``"<what>
+    must be a bool (True or False), got <value!r> of type <type>"`` (``"must
+    be True, False or None"`` with ``none_ok``).
+    """
+    if isinstance(value, bool):
+        return value
+    if value is None and none_ok:
+        return None
+    if ints and type(value) is int and value in (0, 1):
+        return bool(value)
+    allowed = "True, False or None" if none_ok else "a bool (True or False)"
+    raise TypeError(f"{what} must be {allowed}, got {value!r} of type {type(value).__name__}")
 
 
 def index_or_none(value: object) -> int | None:

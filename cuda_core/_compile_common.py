@@ -3,7 +3,8 @@
 
 Field checks for the option dataclasses (:class:`~cuda_core.ProgramOptions`,
 :class:`~cuda_core.LinkerOptions`), the default target architecture, and
-reading a compiler's or linker's log.
+the hints added to a first compile error (C++ given as PTX or NVVM IR, an
+``arch`` that is not a str).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from typing import TYPE_CHECKING
 
 from cuda_core._context import _current_device_arch
 from cuda_core._errors import CUDAError, shown_as
-from cuda_core._errors import read_log as _read_log
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Iterator
 
-__all__ = ["read_log"]
+__all__: list[str] = []
 
 # The targets each code type compiles to (C++: NVRTC; PTX: the linker; NVVM IR:
 # libNVVM), also the valid combinations of a program cache key.
@@ -29,23 +29,6 @@ _SUPPORTED_TARGETS = {
     "ptx": ("cubin", "ptx"),
     "nvvm": ("ptx", "ltoir"),
 }
-
-
-def read_log(
-    handle: Any,
-    get_size: Callable[..., int],
-    get_log: Callable[..., int],
-    check: Callable[[int], object],
-) -> str | None:
-    """Return the log of an NVVM program or nvJitLink handle as ``str``.
-
-    ``get_size``/``get_log`` are the library's log size and log functions;
-    ``check`` raises for a failed status.  An empty log is ``""``.
-    """
-    text, status = _read_log(get_size, get_log, handle, "backslashreplace")
-    if status:
-        check(status)
-    return text
 
 
 # -- the default architecture ------------------------------------------------------
@@ -80,13 +63,6 @@ def _check_str(owner: str, field: str, value: object, *, path_ok: bool = False) 
     if not ok:
         accepted = "a str or os.PathLike" if path_ok else "a str"
         raise TypeError(f"{owner}.{field} must be {accepted}, not {type(value).__name__}")
-
-
-def _check_bool(owner: str, field: str, value: object) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise TypeError(
-            f"{owner}.{field} must be True, False or None, not {type(value).__name__} ({value!r})"
-        )
 
 
 def _check_int(

@@ -26,6 +26,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device_resources import DeviceResources
@@ -54,9 +55,6 @@ _tls = threading.local()
 # Green contexts by handle int, so that a handle read back from the driver
 # (set_current's previous context) gives the same Context object.
 _GREEN_CONTEXTS: weakref.WeakValueDictionary[int, Context] = weakref.WeakValueDictionary()
-# [function(ctx, options) -> Stream] creating a green context's streams;
-# filled by cuda_core._green_context (streams are a higher layer).
-_GREEN_STREAM_FACTORY: list[Callable[[Context, Any], Stream]] = []
 _cc_push_ctx = lib.cc_push_ctx
 _cc_pop_ctx = lib.cc_pop_ctx
 
@@ -177,18 +175,18 @@ class Context:
         ValueError
             If ``options`` asks for a blocking stream.
         """
-        require_open(self, self._closed, "Context")
+        require_open(self._closed, "Context")
         if self._green is None:
             raise RuntimeError(
                 "Context.create_stream() is only supported on green contexts. "
                 "Use Device.create_stream() for primary contexts."
             )
-        return _GREEN_STREAM_FACTORY[0](self, options)
+        return _slots.create_green_stream(self, options)  # streams are a higher layer
 
     @property
     def handle(self) -> int:
         """int: The address of the underlying ``CUcontext``."""
-        require_open(self, self._closed, "Context")
+        require_open(self._closed, "Context")
         return self._h
 
     @property
@@ -213,7 +211,7 @@ class Context:
         RuntimeError
             If the context is closed.
         """
-        require_open(self, self._closed, "Context")
+        require_open(self._closed, "Context")
         green = self._green
         c_green = None if green is None else green.c_green
         return DeviceResources._for_context(self._device_id, self._handle, c_green, self)

@@ -30,9 +30,9 @@ from cuda_core._device_properties import DeviceProperties
 from cuda_core._device_resources import DeviceResources
 from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event, _new_event, _OpenEvent, _releaser
+from cuda_core._event import Event, _new_event
+from cuda_core._event import _adopt as _adopt_event
 from cuda_core._green_context import create_green_context
-from cuda_core._lifetime import GUARD_HANDLES as _GUARD_HANDLES
 from cuda_core._lifetime import require_open
 from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
@@ -59,7 +59,6 @@ _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device = lib.cc_current_device
 _cc_event_new_untimed = lib.cc_event_new_untimed
-_gc = ffi.gc
 _cuCtxSetCurrent = lib.cuCtxSetCurrent
 
 
@@ -209,7 +208,7 @@ class Device(TextureFactories):
             return None
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be a Context or None, not {type(ctx).__name__}")
-        require_open(ctx, ctx._closed, "Context")
+        require_open(ctx._closed, "Context")
         if ctx._device_id != self._device_id:
             raise RuntimeError(
                 f"the provided context was created on the device with id={ctx._device_id}, "
@@ -319,15 +318,7 @@ class Device(TextureFactories):
         if options is None:  # the common case, inline (see _new_event)
             c_event = _cc_event_new_untimed(self._c_ctx)  # _c_ctx is _context's handle
             if c_event:
-                event = _OpenEvent()
-                event._handle = c_event
-                if _GUARD_HANDLES:  # PyPy: the safety net (see _lifetime.GUARD_HANDLES)
-                    event._guard = _gc(c_event, _releaser(self._context))
-                event._ctx = self._context
-                event._flags = _DISABLE_TIMING
-                event._closed = False
-                event._share = None
-                return event
+                return _adopt_event(c_event, self._context, _DISABLE_TIMING)
         return _new_event(Event, options, self._context, False)
 
     def allocate(self, size: int, *, stream: Stream | GraphBuilder) -> Buffer:
@@ -369,13 +360,7 @@ class Device(TextureFactories):
         GraphBuilder
         """
         self._check_initialized()
-        builder = _slots.graph_builder()
-        if builder is None:
-            raise ImportError(
-                "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
-            )
-        # The class comes from a registration slot typed Any: its _init gives a GraphBuilder.
-        return builder._init(stream=self.create_stream(), is_stream_owner=True)  # type: ignore[no-any-return]
+        return _slots.graph_builder()._init(stream=self.create_stream(), is_stream_owner=True)
 
     def can_access_peer(self, peer: Device | int) -> bool:
         """Return whether this device can access memory on ``peer``.

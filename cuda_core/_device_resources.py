@@ -340,7 +340,7 @@ class WorkqueueResource:
     @property
     def device(self) -> Device:
         """Device: The device these workqueues are on."""
-        device: Device = _slots.Device(self._wq_config()[0])
+        device: Device = _slots.device_class()(self._wq_config()[0])
         return device
 
 

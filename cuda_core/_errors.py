@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Collection, TypeVar
+    from typing import Any, Callable, Collection, NoReturn, TypeVar
 
     _E = TypeVar("_E", bound=type)
 
@@ -340,14 +341,8 @@ def driver_not_found_error() -> LibraryNotFoundError:
     )
 
 
-# Registration slot: cuda_core._loader (above this module) puts its
-# ``ensure_loaded`` here when it is imported.
-_ensure_loaded: Callable[[str], None] | None = None
-
-
 def _library_not_loaded(which: str) -> CUDAError:
-    if _ensure_loaded is not None:
-        _ensure_loaded(which)  # raises LibraryNotFoundError with the search report
+    _slots.ensure_loaded(which)  # raises LibraryNotFoundError with the search report
     return CUDAError(f"{which} was not loaded before use")
 
 
@@ -389,27 +384,8 @@ def check_nvrtc(status: int, prog: Any = None) -> None:
 
     With ``prog``, the full compilation log is appended to the message.
     """
-    if not status:
-        return
-    if status == lib.CC_LIB_NOT_LOADED:
-        raise _library_not_loaded("nvrtc")
-    if status == lib.CC_MISSING_SYMBOL:
-        raise NVRTCError(_missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL")
-    name = _enum_name("nvrtcResult", status, "NVRTC_ERROR_UNKNOWN_CODE")
-    c_text = lib.nvrtcGetErrorString(status)
-    text = ffi.string(c_text).decode() if c_text != ffi.NULL else ""
-    if not text or text == name or text.startswith("NVRTC_"):  # the name, not a description
-        text = _NVRTC_DESCRIPTIONS.get(status, "unrecognized status code")
-    log = None
-    message = f"{name}: {text}"
-    if prog is not None:
-        log_text, log_status = read_log(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, prog)
-        if log_status:
-            message += f" (the compilation log could not be read: status {log_status})"
-        else:
-            log = log_text
-            message += f", compilation log:\n\n{log}"
-    raise NVRTCError(message, code=int(status), name=name, log=log)
+    if status:
+        _raise_compiler_error(_NVRTC, status, prog)
 
 
 def check_nvjitlink(status: int, handle: Any = None) -> None:
@@ -417,28 +393,8 @@ def check_nvjitlink(status: int, handle: Any = None) -> None:
 
     With ``handle``, the linker's error log is appended to the message.
     """
-    if not status:
-        return
-    if status == lib.CC_LIB_NOT_LOADED:
-        raise _library_not_loaded("nvjitlink")
-    if status == lib.CC_MISSING_SYMBOL:
-        raise NVJitLinkError(
-            _missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL"
-        )
-    name = _enum_name("nvJitLinkResult", status, "NVJITLINK_ERROR_UNKNOWN_CODE")
-    text = _NVJITLINK_DESCRIPTIONS.get(status, "unrecognized status code")
-    message = f"{name}: {text}"
-    log = None
-    if handle is not None:
-        log_text, log_status = read_log(
-            lib.nvJitLinkGetErrorLogSize, lib.nvJitLinkGetErrorLog, handle
-        )
-        if log_status:
-            message += f"\nLinker error log could not be read (status {log_status})"
-        else:
-            log = log_text
-            message += f"\nLinker error log: {log}"
-    raise NVJitLinkError(message, code=int(status), name=name, log=log)
+    if status:
+        _raise_compiler_error(_NVJITLINK, status, handle)
 
 
 def check_nvvm(status: int, prog: Any = None) -> None:
@@ -446,26 +402,93 @@ def check_nvvm(status: int, prog: Any = None) -> None:
 
     With ``prog``, the NVVM program log is appended to the message.
     """
-    if not status:
-        return
-    if status == lib.CC_LIB_NOT_LOADED:
-        raise _library_not_loaded("nvvm")
-    if status == lib.CC_MISSING_SYMBOL:
-        raise NVVMError(_missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL")
-    name = _enum_name("nvvmResult", status, "NVVM_ERROR_UNKNOWN_CODE")
+    if status:
+        _raise_compiler_error(_NVVM, status, prog)
+
+
+class _CompilerErrors(NamedTuple):
+    """How one compiler library's failures read (for :func:`_raise_compiler_error`)."""
+
+    library: str  # the name ensure_loaded takes
+    error: type[CUDAError]
+    status_type: str  # the C enum of its status codes
+    unknown: str  # the name of a code the enum lacks
+    describe: Callable[[int, str], str]  # (status, name) -> the text after "NAME: "
+    log_size: str  # the library's log functions (looked up on lib when needed)
+    log_read: str
+    log_shown: str  # appended with the log: "{log}"
+    log_unread: str  # appended when the log cannot be read: "{status}"
+
+
+def _nvrtc_text(status: int, name: str) -> str:
+    c_text = lib.nvrtcGetErrorString(status)
+    text = ffi.string(c_text).decode() if c_text != ffi.NULL else ""
+    if not text or text == name or text.startswith("NVRTC_"):  # the name, not a description
+        text = _NVRTC_DESCRIPTIONS.get(status, "unrecognized status code")
+    return text
+
+
+def _nvvm_text(status: int, name: str) -> str:
     c_text = lib.nvvmGetErrorString(status)
-    text = ffi.string(c_text).decode() if c_text != ffi.NULL else "unknown NVVM error"
+    return ffi.string(c_text).decode() if c_text != ffi.NULL else "unknown NVVM error"
+
+
+_NVRTC = _CompilerErrors(
+    "nvrtc",
+    NVRTCError,
+    "nvrtcResult",
+    "NVRTC_ERROR_UNKNOWN_CODE",
+    _nvrtc_text,
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",
+    ", compilation log:\n\n{log}",
+    " (the compilation log could not be read: status {status})",
+)
+_NVJITLINK = _CompilerErrors(
+    "nvjitlink",
+    NVJitLinkError,
+    "nvJitLinkResult",
+    "NVJITLINK_ERROR_UNKNOWN_CODE",
+    lambda status, name: _NVJITLINK_DESCRIPTIONS.get(status, "unrecognized status code"),
+    "nvJitLinkGetErrorLogSize",
+    "nvJitLinkGetErrorLog",
+    "\nLinker error log: {log}",
+    "\nLinker error log could not be read (status {status})",
+)
+_NVVM = _CompilerErrors(
+    "nvvm",
+    NVVMError,
+    "nvvmResult",
+    "NVVM_ERROR_UNKNOWN_CODE",
+    _nvvm_text,
+    "nvvmGetProgramLogSize",
+    "nvvmGetProgramLog",
+    "\nNVVM program log: {log}",
+    "\nNVVM program log could not be read (status {status})",
+)
+
+
+def _raise_compiler_error(spec: _CompilerErrors, status: int, handle: Any) -> NoReturn:
+    """Raise ``spec.error`` for the failed ``status``, with the log of ``handle`` if given."""
+    if status == lib.CC_LIB_NOT_LOADED:
+        raise _library_not_loaded(spec.library)
+    if status == lib.CC_MISSING_SYMBOL:
+        raise spec.error(_missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL")
+    name = _enum_name(spec.status_type, status, spec.unknown)
+    text = spec.describe(status, name)
     # libNVVM's "error string" is the status name itself: say it once.
     message = name if text == name else f"{name}: {text}"
     log = None
-    if prog is not None:
-        log_text, log_status = read_log(lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog)
+    if handle is not None:
+        text, log_status = read_log(
+            getattr(lib, spec.log_size), getattr(lib, spec.log_read), handle
+        )
         if log_status:
-            message += f"\nNVVM program log could not be read (status {log_status})"
+            message += spec.log_unread.format(status=log_status)
         else:
-            log = log_text
-            message += f"\nNVVM program log: {log}"
-    raise NVVMError(message, code=int(status), name=name, log=log)
+            log = text
+            message += spec.log_shown.format(log=log)
+    raise spec.error(message, code=int(status), name=name, log=log)
 
 
 def destroy_or_warn(destroy: Callable[[Any], int], what: str) -> Callable[[Any], None]:

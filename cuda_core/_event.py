@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._slots as _slots
-from cuda_core._coerce import as_int_handle, check_or_create_options
+from cuda_core._coerce import as_flag, as_int_handle, check_or_create_options
 from cuda_core._context import (
     _bufs,
     _context_of,
@@ -39,7 +39,7 @@ from cuda_core._errors import (
 )
 from cuda_core._lifetime import (
     GUARD_HANDLES,
-    Closeable,
+    ClosedFlag,
     handle_finalizer,
     open_class,
     open_handle_methods,
@@ -84,20 +84,6 @@ _gc = ffi.gc
 _NULL = ffi.NULL
 
 
-def _check_flag(value: object, field: str, cls_name: str) -> bool:
-    """Return ``value`` as a bool; None counts as False; reject non-bools."""
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if type(value) is int and value in (0, 1):
-        return bool(value)
-    raise TypeError(
-        f"{cls_name}.{field} must be a bool (True or False), got {value!r} "
-        f"of type {type(value).__name__}"
-    )
-
-
 @dataclass
 class EventOptions:
     """Options for creating an :class:`Event`.
@@ -128,9 +114,14 @@ class EventOptions:
     ipc_enabled: bool | None = False
 
     def __post_init__(self) -> None:
-        self.timing_enabled = _check_flag(self.timing_enabled, "timing_enabled", "EventOptions")
-        self.blocking_sync = _check_flag(self.blocking_sync, "blocking_sync", "EventOptions")
-        self.ipc_enabled = _check_flag(self.ipc_enabled, "ipc_enabled", "EventOptions")
+        # None counts as False.
+        self.timing_enabled = bool(
+            as_flag(self.timing_enabled, "EventOptions.timing_enabled", none_ok=True)
+        )
+        self.blocking_sync = bool(
+            as_flag(self.blocking_sync, "EventOptions.blocking_sync", none_ok=True)
+        )
+        self.ipc_enabled = bool(as_flag(self.ipc_enabled, "EventOptions.ipc_enabled", none_ok=True))
 
 
 @shown_as(CUDAError)
@@ -138,7 +129,7 @@ class _ElapsedTimeError(CUDAError, RuntimeError):
     """``Event - Event`` failed; also a RuntimeError, as upstream raises."""
 
 
-class Event(Closeable):
+class Event(ClosedFlag):
     """A marker in a stream's sequence of work.
 
     Events tell when the work recorded before them has finished
@@ -215,8 +206,7 @@ class Event(Closeable):
         """
         if not isinstance(other, Event):
             return NotImplemented
-        if self._closed or other._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed or other._closed, "Event")
         try:
             out = _tls.b.f32
         except AttributeError:
@@ -288,8 +278,7 @@ class Event(Closeable):
         With ``blocking_sync`` the calling thread sleeps; otherwise it spins.
         The GIL is released while waiting.
         """
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         status = _cuEventSynchronize(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -319,17 +308,11 @@ class Event(Closeable):
         ctx = _context_of(_current_ctx())
         out = ffi.new("CUevent *")
         check(lib.cuIpcOpenEventHandle(out, c_ipc[0]))
-        self = _OpenIpcEvent() if cls is Event else open_class(cls, _event_finalizer)()
-        self._handle = out[0]
-        if GUARD_HANDLES and cls is Event:
-            self._guard = _gc(out[0], _releaser(ctx))
-        self._ctx = ctx  # type: ignore[assignment]  # see _ctx
-        self._flags = _DISABLE_TIMING | _INTERPROCESS
+        flags = _DISABLE_TIMING | _INTERPROCESS
         if ipc_descriptor._blocking:
-            self._flags |= _BLOCKING_SYNC
+            flags |= _BLOCKING_SYNC
+        self = _adopt(out[0], ctx, flags, cls)
         self._ipc_desc = ipc_descriptor
-        self._closed = False
-        self._share = None
         return self
 
     @property
@@ -341,15 +324,13 @@ class Event(Closeable):
         CUDAError
             For any driver status other than success or "not ready".
         """
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         return check_allowing(lib.cuEventQuery(self._handle), _NOT_READY)
 
     @property
     def handle(self) -> int:
         """int: The address of the underlying ``CUevent``."""
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         return self._h
 
     @property
@@ -357,7 +338,7 @@ class Event(Closeable):
         """Device: The device this event was created on (None if unknown)."""
         if self._ctx is None:
             return None
-        return _slots.Device(self._ctx._device_id)
+        return _slots.device_class()(self._ctx._device_id)
 
     @property
     def context(self) -> Context:
@@ -382,11 +363,6 @@ class Event(Closeable):
         return bool(self._flags & _INTERPROCESS)
 
     @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
-
-    @property
     def ipc_descriptor(self) -> IPCEventDescriptor:
         """IPCEventDescriptor: A picklable description for :meth:`from_ipc_descriptor`.
 
@@ -401,8 +377,7 @@ class Event(Closeable):
             pass
         if not self._flags & _INTERPROCESS:
             raise RuntimeError("Event is not IPC-enabled")
-        if self._closed:
-            require_open(self, True, "Event")
+        require_open(self._closed, "Event")
         c_ipc = ffi.new("CUipcEventHandle *")
         check(lib.cuIpcGetEventHandle(c_ipc, self._handle))
         self._ipc_desc = IPCEventDescriptor._init(
@@ -538,8 +513,26 @@ def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool)
     c_event = _cc_event_new(c_ctx, flags)
     if not c_event:
         check(_cc_status())
+    self = _adopt(c_event, ctx, flags, cls)
+    if flags & _INTERPROCESS:
+        try:
+            self.ipc_descriptor  # noqa: B018 - export eagerly, as upstream does
+        except BaseException:
+            self.close()
+            raise
+    return self
+
+
+def _adopt(c_event: Any, ctx: Context | None, flags: int, cls: type[Event] = Event) -> Event:
+    """Make the Event object of ``c_event``: the one constructor every path uses.
+
+    ``ctx`` is the event's Context (None: unknown), ``flags`` its
+    ``CU_EVENT_*`` flags.  The object is an instance of an open twin of
+    ``cls`` (the IPC twin for an interprocess event of the library's own
+    class, which also gets the PyPy guard).
+    """
     if cls is Event:
-        self = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
+        self: Event = _OpenIpcEvent() if flags & _INTERPROCESS else _OpenEvent()
         if GUARD_HANDLES:
             self._guard = _gc(c_event, _releaser(ctx))
     else:
@@ -549,12 +542,6 @@ def _new_event(cls: type[Event], options: Any, ctx: Context | None, bound: bool)
     self._flags = flags
     self._closed = False
     self._share = None
-    if flags & _INTERPROCESS:
-        try:
-            self.ipc_descriptor  # noqa: B018 - export eagerly, as upstream does
-        except BaseException:
-            self.close()
-            raise
     return self
 
 

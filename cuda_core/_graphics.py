@@ -21,7 +21,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, in_forked_child, warn_cuda
 from cuda_core._memory import Buffer, MemoryResource
 from cuda_core._memory._memory_resource import _DeviceMemory
-from cuda_core._stream import _as_open_stream
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from cuda_core._stream import Stream
@@ -218,7 +218,7 @@ class GraphicsResource:
         self._check_open()
         if self._mapped_buffer() is not None:
             raise RuntimeError("GraphicsResource is already mapped")
-        s = _as_open_stream(stream)
+        s = _as_stream(stream)
         res = ffi.new("CUgraphicsResource *", self._handle)
         check(lib.cuGraphicsMapResources(1, res, s._handle), "cuGraphicsMapResources")
         ptr = ffi.new("CUdeviceptr *")
@@ -322,7 +322,7 @@ class _MappedGraphics(_DeviceMemory, MemoryResource):
         if resource._closed:
             return
         res = ffi.new("CUgraphicsResource *", resource._handle)
-        c_stream = ffi.NULL if stream is None else _as_open_stream(stream)._handle
+        c_stream = ffi.NULL if stream is None else _as_stream(stream)._handle
         check(lib.cuGraphicsUnmapResources(1, res, c_stream), "cuGraphicsUnmapResources")
 
     @property

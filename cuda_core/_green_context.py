@@ -17,13 +17,12 @@ of them is garbage collected).
 
 from __future__ import annotations
 
-import functools
 import typing
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import cuda_core._context as _context
+import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle, check_or_create_options
 from cuda_core._context import Context, _bufs
 from cuda_core._cuda_ffi import ffi, lib
@@ -33,10 +32,8 @@ from cuda_core._device_resources import (
     _check_green_ctx_support,
 )
 from cuda_core._errors import check, in_forked_child, warn_cuda
-from cuda_core._lifetime import GUARD_HANDLES
-from cuda_core._stream import _OWNED, _OpenStream, _release_stream
+from cuda_core._stream import _OWNED, _adopt
 from cuda_core._stream_options import StreamOptions, _checked_priority
-from cuda_core.typing import _register
 
 if TYPE_CHECKING:
     from cuda_core._stream import Stream
@@ -45,7 +42,7 @@ __all__ = ["ContextOptions", "DeviceResourcesType"]
 
 #: The resources a green context is made of (:attr:`ContextOptions.resources`).
 DeviceResourcesType = typing.Sequence[typing.Union[SMResource, WorkqueueResource]]
-_register(DeviceResourcesType=DeviceResourcesType)
+_slots.DeviceResourcesType = DeviceResourcesType  # cuda_core.typing reads it
 
 
 @dataclass
@@ -147,20 +144,10 @@ def _create_green_stream(ctx: Any, options: Any) -> Stream:
         lib.cuGreenCtxStreamCreate(out, owner.c_green, lib.CU_STREAM_NON_BLOCKING, priority),
         "cuGreenCtxStreamCreate",
     )
-    stream: Any = _OpenStream()
-    stream._handle = out[0]
-    if GUARD_HANDLES:  # the guard's release keeps the owner alive until it ran
-        stream._guard = ffi.gc(out[0], functools.partial(_release_stream, owner=owner))
-    stream._h = as_int_handle(out[0])
-    stream._kind = _OWNED
-    stream._ctx = ctx
-    stream._closed = False
-    stream._owner = owner  # the green context outlives its streams
-    stream._nonblocking = True
-    stream._priority = priority
+    # The stream keeps its green context (owner) alive: the context outlives its streams.
+    stream = _adopt(out[0], as_int_handle(out[0]), ctx, _OWNED, owner, options=(True, priority))
     owner.streams.add(stream)
-    result: Stream = stream
-    return result
+    return stream
 
 
 def _destroy_green_ctx(c_green: Any) -> None:
@@ -172,4 +159,4 @@ def _destroy_green_ctx(c_green: Any) -> None:
         warn_cuda("cuGreenCtxDestroy (green context finalizer)", status)
 
 
-_context._GREEN_STREAM_FACTORY.append(_create_green_stream)
+_slots.green_stream_factory = _create_green_stream

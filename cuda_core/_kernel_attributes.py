@@ -80,13 +80,13 @@ class KernelAttributes:
         KernelAttributes
             A view sharing this view's cache.
         """
-        if isinstance(device, _slots.Device):
+        if isinstance(device, _slots.device_class()):
             device_id = device.device_id
         else:
             index = index_or_none(device)
             if index is None:
                 raise TypeError(f"device must be a Device or an int, not {type(device).__name__}")
-            device_id = _slots.Device(index).device_id
+            device_id = _slots.device_class()(index).device_id
         kernel = self._kernel()
         return KernelAttributes._init(kernel, self._cache, device_id)
 
@@ -103,7 +103,7 @@ class KernelAttributes:
     def _get(self, attribute: int) -> int:
         device_id = self._device_id
         if device_id is None:
-            device_id = _slots.Device().device_id
+            device_id = _slots.device_class()().device_id
         kernel = self._kernel()
         kernel._require_open()  # cached values too: a closed kernel has no attributes
         key = (device_id, attribute)

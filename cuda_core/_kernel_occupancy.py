@@ -15,7 +15,7 @@ from cuda_core._coerce import check_nonnegative_int, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._launch_config import _coerce_config
-from cuda_core._stream import _as_open_stream
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -213,7 +213,7 @@ class KernelOccupancy:
         self, fn: Callable[..., int], config: LaunchConfig | dict[str, Any], stream: Stream
     ) -> int:
         config = _coerce_config(config)
-        s = _as_open_stream(stream)
+        s = _as_stream(stream)
         c_config, keep = config._to_cu_launch_config(s._handle)
         out = ffi.new("int *")
         check(fn(out, self._kernel._function(), c_config))

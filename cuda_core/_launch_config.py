@@ -417,7 +417,7 @@ def _check_device_support(config: LaunchConfig, device_id: int) -> None:
     checked = config._checked
     if checked is not None and device_id in checked:
         return
-    dev = _slots.Device(device_id)
+    dev = _slots.device_class()(device_id)
     if config._cluster is not None:
         cc = tuple(dev.compute_capability)
         if cc < (9, 0):

@@ -29,11 +29,9 @@ configurations (clusters, cooperative launches) take the slow start,
 
 from __future__ import annotations
 
-import warnings
 from math import prod
 from typing import TYPE_CHECKING, Any
 
-import cuda_core._slots as _slots
 from cuda_core._arg_plan import _IS_PYPY, _slow_fill, _slow_pack, _thread_state, _tls
 from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import lib
@@ -53,7 +51,7 @@ _launch_blob = lib.cc_launch_blob
 
 def _launch_cpython(stream: Any, config: Any, kernel: Any, *kernel_args: Any) -> None:
     if type(stream) is not _OpenStream and type(stream) is not Stream:
-        stream = _accept_stream(stream)
+        stream = _as_stream(stream, check_open=False, for_launch=True)
     try:
         cfg = config._fast  # the prepared config's address; None: take the slow path
         plan = kernel._plan
@@ -74,7 +72,7 @@ def _launch_cpython(stream: Any, config: Any, kernel: Any, *kernel_args: Any) ->
 
 def _launch_pypy(stream: Any, config: Any, kernel: Any, *kernel_args: Any) -> None:
     if type(stream) is not _OpenStream and type(stream) is not Stream:
-        stream = _accept_stream(stream)
+        stream = _as_stream(stream, check_open=False, for_launch=True)
     try:
         cfg = config._fast  # the prepared config's address; None: take the slow path
         plan = kernel._plan
@@ -195,36 +193,6 @@ launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel
 # Private helpers: the slow start and the checks that only special
 # configurations need.
 # --------------------------------------------------------------------------
-def _accept_stream(stream: object) -> Stream:
-    """The launch's stream when it is not an exact Stream (the slow path).
-
-    As ``cuda.core`` does: None and non-streams raise TypeError; a
-    ``__cuda_stream__`` object is wrapped first (a malformed protocol raises
-    before any warning) and then warns that passing it is deprecated.
-    """
-    if isinstance(stream, Stream):
-        return stream
-    if stream is None:
-        raise TypeError(
-            "stream is required and must not be None; pass device.default_stream "
-            "explicitly to use the default stream."
-        )
-    builder = _slots.GraphBuilder
-    if builder is not None and isinstance(stream, builder):
-        stream._require_open()  # a closed builder has no stream to launch on
-        return stream.stream
-    if hasattr(stream, "__cuda_stream__"):
-        wrapped: Stream = _as_stream(stream, "stream")
-        warnings.warn(
-            "Passing foreign stream objects to this function via the stream protocol is "
-            "deprecated. Convert the object explicitly using Stream(obj) instead.",
-            DeprecationWarning,
-            stacklevel=3,  # the caller of launch()
-        )
-        return wrapped
-    raise TypeError(f"Stream or GraphBuilder expected, got {type(stream).__name__}")
-
-
 def _check_launch_types(config: object, kernel: object) -> tuple[LaunchConfig, Kernel]:
     """Return ``(config, kernel)`` with ``config`` a LaunchConfig; raise TypeError otherwise.
 

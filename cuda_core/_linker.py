@@ -16,19 +16,19 @@ import os
 import threading
 import warnings
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from cuda_core._coerce import as_int_handle, check_or_create_options
-from cuda_core._compile_common import read_log
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
     CUDAWarning,
     check_nvjitlink,
     driver_error,
+    read_log,
     warn_cuda,
 )
-from cuda_core._lifetime import Closeable
+from cuda_core._lifetime import ClosedFlag
 from cuda_core._linker_backend import which_backend
 from cuda_core._linker_options import LinkerOptions
 from cuda_core._module import ObjectCode
@@ -53,7 +53,7 @@ _DRIVER_INPUT_TYPES = {
 }
 
 
-class Linker(Closeable):
+class Linker(ClosedFlag):
     """Link one or more :class:`~cuda_core.ObjectCode` into a cubin or PTX.
 
     Parameters
@@ -266,12 +266,7 @@ class Linker(Closeable):
         if self._closed or self._error_log is not None:
             return self._error_log or ""
         if self._backend is CompilerBackendType.NVJITLINK:
-            return read_log(  # type: ignore[return-value]  # check_nvjitlink raises on failure
-                self._box[0],
-                lib.nvJitLinkGetErrorLogSize,
-                lib.nvJitLinkGetErrorLog,
-                check_nvjitlink,
-            )
+            return self._nvjitlink_log(lib.nvJitLinkGetErrorLogSize, lib.nvJitLinkGetErrorLog)
         return ffi.string(self._drv_error_log).decode("utf-8", "backslashreplace")  # type: ignore[no-any-return]  # cffi
 
     def get_info_log(self) -> str:
@@ -285,9 +280,7 @@ class Linker(Closeable):
         if self._closed or self._info_log is not None:
             return self._info_log or ""
         if self._backend is CompilerBackendType.NVJITLINK:
-            return read_log(  # type: ignore[return-value]  # check_nvjitlink raises on failure
-                self._box[0], lib.nvJitLinkGetInfoLogSize, lib.nvJitLinkGetInfoLog, check_nvjitlink
-            )
+            return self._nvjitlink_log(lib.nvJitLinkGetInfoLogSize, lib.nvJitLinkGetInfoLog)
         return ffi.string(self._drv_info_log).decode("utf-8", "backslashreplace")  # type: ignore[no-any-return]  # cffi
 
     def close(self) -> None:
@@ -321,6 +314,13 @@ class Linker(Closeable):
             self.close()
         except CUDAError:
             pass
+
+    def _nvjitlink_log(self, get_size: Callable[..., int], get_log: Callable[..., int]) -> str:
+        """Read one of nvJitLink's logs (raising :class:`NVJitLinkError` on failure)."""
+        text, status = read_log(get_size, get_log, self._box[0], "backslashreplace")
+        if status:
+            check_nvjitlink(status)
+        return text or ""
 
     def _require_open(self) -> None:
         if self._closed:
@@ -364,11 +364,6 @@ class Linker(Closeable):
     def backend(self) -> CompilerBackendType:
         """CompilerBackendType: ``"nvJitLink"`` or ``"driver"``."""
         return self._backend
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: whether :meth:`close` has been called."""
-        return self._closed
 
 
 # -- private helpers -----------------------------------------------------------

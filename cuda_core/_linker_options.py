@@ -12,10 +12,9 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cuda_core._coerce import as_list
+from cuda_core._coerce import as_flag, as_list
 from cuda_core._compile_common import (
     _check_arch,
-    _check_bool,
     _check_int,
     _check_str,
     _check_str_or_seq,
@@ -141,7 +140,7 @@ class LinkerOptions:
             "no_cache",
             "numba_debug",
         ):
-            _check_bool("LinkerOptions", field, getattr(self, field))
+            as_flag(getattr(self, field), f"LinkerOptions.{field}", none_ok=True, ints=False)
         _check_int("LinkerOptions", "max_register_count", self.max_register_count, low=1)
         _check_int("LinkerOptions", "optimization_level", self.optimization_level, 0, 4)
         for field in ("split_compile", "split_compile_extended"):

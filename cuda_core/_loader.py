@@ -29,7 +29,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-import cuda_core._errors as _errors
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAError,
@@ -418,4 +418,4 @@ def libdevice_path() -> str | None:
     return None
 
 
-_errors._ensure_loaded = ensure_loaded
+_slots.library_loader = ensure_loaded

@@ -15,8 +15,9 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import cuda_core._program_status as _status
+import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle, check_or_create_options
-from cuda_core._compile_common import _SUPPORTED_TARGETS, arch_str, cpp_source_hint, read_log
+from cuda_core._compile_common import _SUPPORTED_TARGETS, arch_str, cpp_source_hint
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import (
     CUDAWarning,
@@ -24,9 +25,10 @@ from cuda_core._errors import (
     check_nvrtc,
     check_nvvm,
     nvrtc_log,
+    read_log,
     shown_as,
 )
-from cuda_core._lifetime import Closeable
+from cuda_core._lifetime import ClosedFlag
 from cuda_core._linker import Linker
 from cuda_core._loader import (
     ensure_loaded,
@@ -48,7 +50,7 @@ __all__ = ["Program"]
 _SUPPORTED_CODE_TYPES = tuple(_SUPPORTED_TARGETS)
 
 
-class Program(Closeable):
+class Program(ClosedFlag):
     """Compile device code into an :class:`~cuda_core.ObjectCode`.
 
     Parameters
@@ -277,7 +279,7 @@ class Program(Closeable):
             with self._lock:
                 self._require_open()
                 return self._compile(target_type, name_expressions, logs)
-        cache_type, make_key = _cache_support()
+        cache_type, make_key = _slots.program_cache_support()
         if cache_type is None or not isinstance(cache, cache_type):
             raise TypeError(
                 "cache must be an instance of cuda_core.utils.ProgramCacheResource; "
@@ -466,12 +468,11 @@ class Program(Closeable):
         check_nvvm(lib.nvvmGetCompiledResult(prog, buf), prog)
         data = ffi.buffer(buf, size[0])[:]
         if logs is not None:
-            text = read_log(
-                prog,
-                lib.nvvmGetProgramLogSize,
-                lib.nvvmGetProgramLog,
-                lambda status: check_nvvm(status, prog),
+            text, status = read_log(
+                lib.nvvmGetProgramLogSize, lib.nvvmGetProgramLog, prog, "backslashreplace"
             )
+            if status:
+                check_nvvm(status, prog)
             if text:
                 logs.write(text)
         return ObjectCode._init(data, target_type, name=self._options.name)
@@ -514,11 +515,6 @@ class Program(Closeable):
     # -- properties --------------------------------------------------------
 
     @property
-    def is_closed(self) -> bool:
-        """bool: whether :meth:`close` has been called."""
-        return self._closed
-
-    @property
     def pch_status(self) -> PCHStatusType | None:
         """PCHStatusType or None: the precompiled-header outcome of the last compile.
 
@@ -545,27 +541,6 @@ class Program(Closeable):
 
 
 # -- private helpers ---------------------------------------------------------------
-
-
-#: [(ProgramCacheResource, make_program_cache_key)], filled by
-#: ``cuda_core.utils`` when it is imported (it sits above this module).
-_CACHE_SUPPORT: list[tuple[type[ProgramCacheResource], Callable[..., object]]] = []
-
-
-def _register_cache_support(
-    cache_type: type[ProgramCacheResource], make_key: Callable[..., object]
-) -> None:
-    """Let :meth:`Program.compile` use the program caches of ``cuda_core.utils``."""
-    _CACHE_SUPPORT[:] = [(cache_type, make_key)]
-
-
-def _cache_support() -> tuple[type[ProgramCacheResource] | None, Callable[..., object] | None]:
-    """Return ``(ProgramCacheResource, make_program_cache_key)``, or ``(None, None)``.
-
-    No cache object can exist before ``cuda_core.utils`` is imported, so an
-    empty slot means the ``cache=`` argument is not a cache.
-    """
-    return _CACHE_SUPPORT[0] if _CACHE_SUPPORT else (None, None)
 
 
 def _expect_str(code: object, code_type: str) -> None:

@@ -12,6 +12,8 @@ in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
 
 from __future__ import annotations
 
+import warnings
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cuda_core._slots as _slots
@@ -32,7 +34,7 @@ from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent, _wait_on_stream
 from cuda_core._lifetime import (
     GUARD_HANDLES,
-    Closeable,
+    ClosedFlag,
     handle_finalizer,
     open_class,
     open_handle_methods,
@@ -75,7 +77,7 @@ _OWNED, _BORROWED, _BUILTIN = 0, 1, 2
 _MAX_DEFAULT_HANDLE = 2  # CU_STREAM_LEGACY is 1, CU_STREAM_PER_THREAD is 2
 
 
-class Stream(Closeable):
+class Stream(ClosedFlag):
     """An ordered queue of GPU work.
 
     Work submitted to one stream runs in submission order; work in different
@@ -125,28 +127,14 @@ class Stream(Closeable):
         )
 
     @classmethod
-    def _new(
-        cls, c_stream: Any, kind: int, owner: object = None, ctx: Context | None = None
-    ) -> Stream:
-        # Never an instance of the open twin: that class means "owned and open".
-        self: Stream = object.__new__(cls.__dict__.get("_plain", cls))
-        self._handle = c_stream
-        self._h = as_int_handle(c_stream)
-        self._kind = kind
-        self._owner = owner
-        self._ctx = ctx
-        self._closed = False
-        return self
-
-    @classmethod
     def _legacy_default(cls) -> Stream:
         """Return a legacy default stream object (handle ``CU_STREAM_LEGACY``)."""
-        return cls._new(ffi.cast("CUstream", 1), _BUILTIN)
+        return _adopt(ffi.cast("CUstream", 1), 1, None, _BUILTIN, cls=cls)
 
     @classmethod
     def _per_thread_default(cls) -> Stream:
         """Return a per-thread default stream object (handle ``CU_STREAM_PER_THREAD``)."""
-        return cls._new(ffi.cast("CUstream", 2), _BUILTIN)
+        return _adopt(ffi.cast("CUstream", 2), 2, None, _BUILTIN, cls=cls)
 
     @classmethod
     def _init(
@@ -171,15 +159,15 @@ class Stream(Closeable):
     def _wrap(cls, obj: object) -> Stream:
         """Wrap a Stream or a ``__cuda_stream__`` object as a borrowed Stream keeping it alive."""
         if isinstance(obj, Stream):
-            require_open(obj, obj._closed, "Stream")
-            return cls._new(obj._handle, _BORROWED, owner=obj, ctx=obj._ctx)
+            require_open(obj._closed, "Stream")
+            return _adopt(obj._handle, obj._h, obj._ctx, _BORROWED, obj, cls)
         address = _stream_address(obj)
-        return cls._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
+        c_stream = ffi.cast("CUstream", address)
+        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED, obj, cls)
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         return (0, self._h)
 
     def __eq__(self, other: object) -> bool:
@@ -222,8 +210,7 @@ class Stream(Closeable):
 
         The GIL is released while waiting.
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         status = _cuStreamSynchronize(self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -261,8 +248,7 @@ class Stream(Closeable):
             if status:  # hot path: check() only on failure
                 check(status)
             return event
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         if event is None:
             event = _new_event(Event, options, self._event_context(), True)
         else:
@@ -275,8 +261,7 @@ class Stream(Closeable):
                     "IPC-enabled events should not be re-recorded, instead create a "
                     "new event by supplying options."
                 )
-            if event._closed:
-                require_open(event, True, "Event")
+            require_open(event._closed, "Event")
         status = _cuEventRecord(event._handle, self._handle)
         if status:  # hot path: check() only on failure
             check(status)
@@ -297,22 +282,18 @@ class Stream(Closeable):
         TypeError
             (also a ValueError) for anything else.
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         if isinstance(event_or_stream, Event):
-            if event_or_stream._closed:
-                require_open(event_or_stream, True, "Event")
+            require_open(event_or_stream._closed, "Event")
             check(lib.cuStreamWaitEvent(self._handle, event_or_stream._handle, 0))
             return
         try:
-            other = _as_stream(event_or_stream, "event_or_stream")
+            other = _as_stream(event_or_stream)
         except TypeError as exc:
             raise _WaitArgumentError(
                 "only an Event, a Stream, or an object supporting __cuda_stream__ can be "
                 f"waited on, got {type(event_or_stream).__name__}"
             ) from exc
-        if other._closed:
-            require_open(other, True, "Stream")
         ctx = other._event_context()
         _wait_on_stream(self._handle, other._handle, None if ctx is None else ctx._handle)
 
@@ -341,7 +322,8 @@ class Stream(Closeable):
             )
         if address < 0:
             raise ValueError(f"handle must be a non-negative stream address, got {address}")
-        return Stream._new(ffi.cast("CUstream", address), _BORROWED)
+        c_stream = ffi.cast("CUstream", address)
+        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED)
 
     def create_graph_builder(self) -> GraphBuilder:
         """Create a :class:`~cuda_core.graph.GraphBuilder` that captures work on this stream.
@@ -350,15 +332,8 @@ class Stream(Closeable):
         -------
         GraphBuilder
         """
-        if self._closed:
-            require_open(self, True, "Stream")
-        builder = _slots.graph_builder()
-        if builder is None:
-            raise ImportError(
-                "graph support is not available: cuda_core.graph.GraphBuilder could not be imported"
-            )
-        # The class comes from a registration slot typed Any: its _init gives a GraphBuilder.
-        return builder._init(stream=self, is_stream_owner=False)  # type: ignore[no-any-return]
+        require_open(self._closed, "Stream")
+        return _slots.graph_builder()._init(stream=self, is_stream_owner=False)
 
     def _event_context(self) -> Context | None:
         """Return the Context new events for this stream belong in (None: current).
@@ -394,15 +369,13 @@ class Stream(Closeable):
     @property
     def handle(self) -> int:
         """int: The address of the underlying ``CUstream`` (``int(handle)`` also works)."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         return self._h
 
     @property
     def is_nonblocking(self) -> bool:
         """bool: Whether the stream does not synchronize with the legacy default stream."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         try:
             return self._nonblocking
         except AttributeError:
@@ -417,8 +390,7 @@ class Stream(Closeable):
     @property
     def priority(self) -> int:
         """int: The stream priority (a lower number is a higher priority)."""
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         try:
             return self._priority
         except AttributeError:
@@ -437,14 +409,13 @@ class Stream(Closeable):
         For the default streams this is the device of the calling thread's
         current context.
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         ctx = self._event_context()
         if ctx is None:
             ctx = _context_of(_current_ctx())
             if ctx is None:
-                return _slots.Device()
-        return _slots.Device(ctx._device_id)
+                return _slots.device_class()()
+        return _slots.device_class()(ctx._device_id)
 
     @property
     def context(self) -> Context:
@@ -453,8 +424,7 @@ class Stream(Closeable):
         The default streams have no context of their own: for them this is the
         calling thread's current context (None if there is none).
         """
-        if self._closed:
-            require_open(self, True, "Stream")
+        require_open(self._closed, "Stream")
         ctx = self._event_context()
         if ctx is None:
             return _context_of(_current_ctx())  # type: ignore[return-value]  # None: no context
@@ -465,11 +435,6 @@ class Stream(Closeable):
         """DeviceResources: The resources of this stream's context (see ``Context.resources``)."""
         return self.context.resources
 
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
-
 
 # --------------------------------------------------------------------------
 # Private helpers.
@@ -479,50 +444,56 @@ class _WaitArgumentError(TypeError, ValueError):
     """Stream.wait got something that is neither an event nor a stream."""
 
 
-def _as_stream(obj: object, what: str = "stream") -> Stream:
-    """Return ``obj`` as a Stream.
+def _as_stream(obj: Any, *, check_open: bool = True, for_launch: bool = False) -> Stream:
+    """Return ``obj`` as a Stream: the one stream coercer.
 
-    Accepts a :class:`Stream`, a :class:`~cuda_core.graph.GraphBuilder` (its
-    stream), or any object implementing ``__cuda_stream__`` or a
-    ``cuda.bindings`` ``CUstream`` (wrapped as a borrowed Stream that keeps
-    ``obj`` alive).
-
-    Raises
-    ------
-    TypeError
-        ``"Stream or GraphBuilder expected, got <type>"`` (as ``cuda.core``
-        words it) for anything else.
-    RuntimeError
-        For a closed GraphBuilder.
+    An exact Stream passes at once (the hot path); a GraphBuilder gives its
+    stream (RuntimeError once closed); a ``__cuda_stream__`` object or a
+    ``cuda.bindings`` ``CUstream`` becomes a borrowed Stream keeping ``obj``
+    alive; anything else raises TypeError ``"Stream or GraphBuilder expected,
+    got <type>"``.  ``check_open``: RuntimeError for a closed stream.
+    ``for_launch``: as ``launch`` words it (None's own TypeError, a warning
+    for protocol objects, no bare ``CUstream``).
     """
+    if obj.__class__ is not _OpenStream and obj.__class__ is not Stream:
+        obj = _convert_stream(obj, for_launch)
+    if check_open and obj._closed:  # hot path: the call only on failure
+        require_open(True, "Stream")
+    stream: Stream = obj
+    return stream
+
+
+def _convert_stream(obj: object, for_launch: bool) -> Stream:
+    """The slow part of :func:`_as_stream`: anything but an exact Stream."""
     if isinstance(obj, Stream):
         return obj
-    builder = _slots.GraphBuilder
+    if obj is None and for_launch:
+        raise TypeError(
+            "stream is required and must not be None; pass device.default_stream "
+            "explicitly to use the default stream."
+        )
+    builder = _slots.graph_builder_if_loaded()
     if builder is not None and isinstance(obj, builder):
         stream = obj.stream
         if stream is None:  # a closed builder has no stream
             raise RuntimeError("Graph builder has been closed.")
         return stream
     if hasattr(obj, "__cuda_stream__"):
-        return Stream._wrap(obj)
-    address = driver_handle(obj, "CUstream")  # a cuda.bindings CUstream without the protocol
+        wrapped = Stream._wrap(obj)
+        if for_launch:
+            warnings.warn(
+                "Passing foreign stream objects to this function via the stream protocol is "
+                "deprecated. Convert the object explicitly using Stream(obj) instead.",
+                DeprecationWarning,
+                stacklevel=4,  # the caller of launch()
+            )
+        return wrapped
+    # A cuda.bindings CUstream without the protocol (launch takes none).
+    address = None if for_launch else driver_handle(obj, "CUstream")
     if address is not None:
-        return Stream._new(ffi.cast("CUstream", address), _BORROWED, owner=obj)
+        c_stream = ffi.cast("CUstream", address)
+        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED, obj)
     raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
-
-
-def _as_open_stream(obj: Any, what: str = "stream") -> Stream:
-    """Return ``obj`` as an open Stream (see :func:`_as_stream`).
-
-    Raises TypeError naming ``what`` for a non-stream, and RuntimeError for a
-    closed stream (its destroyed handle must never reach the driver).  An
-    exact Stream skips the conversion (the common case, on hot paths).
-    """
-    if obj.__class__ is not _OpenStream and obj.__class__ is not Stream:
-        obj = _as_stream(obj, what)
-    if obj._closed:
-        require_open(obj, True, "Stream")
-    return obj  # type: ignore[no-any-return]  # a Stream by now
 
 
 def _stream_destroy_bound(c_stream: Any) -> int:
@@ -559,18 +530,8 @@ def _create_stream(
     status = _cc_stream_create(ctx._handle, flags, priority, b.stream)
     if status:  # hot path: check() only on failure
         check(status)
-    self = _OpenStream() if cls is Stream else open_class(cls, _stream_finalizer)()
-    self._handle = b.stream[0]
-    if GUARD_HANDLES and cls is Stream:
-        self._guard = _gc(self._handle, _release_stream)
-    self._h = b.stream_int[0]
-    self._kind = _OWNED
-    self._ctx = ctx
-    self._closed = False
-    if options is not None:
-        self._nonblocking = nonblocking
-        self._priority = priority
-    return self
+    known = None if options is None else (nonblocking, priority)
+    return _adopt(b.stream[0], b.stream_int[0], ctx, cls=cls, options=known)
 
 
 def _new_default_stream(ctx: Context) -> Stream:
@@ -578,14 +539,46 @@ def _new_default_stream(ctx: Context) -> Stream:
     c_stream = _cc_stream_new(ctx._handle)
     if not c_stream:
         check(_cc_status())
-    self = _OpenStream()
+    return _adopt(c_stream, _cc_last_handle(), ctx)
+
+
+def _adopt(
+    c_stream: Any,
+    h: int,
+    ctx: Context | None,
+    kind: int = _OWNED,
+    owner: object = None,
+    cls: type[Stream] = Stream,
+    options: tuple[bool, int] | None = None,
+) -> Stream:
+    """Make the Stream of ``c_stream`` (address ``h``): the one constructor every path uses.
+
+    Owned streams are open twins of ``cls`` (the PyPy guard for the library's
+    own class keeps ``owner``, a green context, alive); borrowed and built-in
+    ones plain instances keeping ``owner`` alive.  ``options``:
+    ``(nonblocking, priority)`` where known (else asked of the driver).
+    """
+    if kind == _OWNED:
+        if cls is Stream:
+            self: Stream = _OpenStream()
+            if GUARD_HANDLES:
+                release = (
+                    _release_stream if owner is None else partial(_release_stream, owner=owner)
+                )
+                self._guard = _gc(c_stream, release)
+        else:
+            self = open_class(cls, _stream_finalizer)()
+    else:  # never the open twin: that class means "owned and open"
+        self = object.__new__(cls.__dict__.get("_plain", cls))
     self._handle = c_stream
-    if GUARD_HANDLES:
-        self._guard = _gc(c_stream, _release_stream)
-    self._h = _cc_last_handle()
-    self._kind = _OWNED
+    self._h = h
+    self._kind = kind
     self._ctx = ctx
     self._closed = False
+    if owner is not None:
+        self._owner = owner
+    if options is not None:
+        self._nonblocking, self._priority = options
     return self
 
 

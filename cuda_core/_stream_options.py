@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cuda_core._coerce import index_or_none
+from cuda_core._coerce import as_flag, index_or_none
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -52,16 +52,7 @@ class StreamOptions:
     priority: int | None = None
 
     def __post_init__(self) -> None:
-        value = self.nonblocking
-        if isinstance(value, bool):
-            pass
-        elif type(value) is int and value in (0, 1):
-            self.nonblocking = bool(value)
-        else:
-            raise TypeError(
-                f"StreamOptions.nonblocking must be a bool (True or False), got {value!r} "
-                f"of type {type(value).__name__}"
-            )
+        self.nonblocking = as_flag(self.nonblocking, "StreamOptions.nonblocking")
         priority = self.priority
         if priority is not None:
             index = index_or_none(priority)

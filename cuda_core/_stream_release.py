@@ -14,7 +14,7 @@ from typing import Any
 
 from cuda_core._context import _context_of, primary_handle
 from cuda_core._cuda_ffi import lib
-from cuda_core._stream import _BUILTIN, _MAX_DEFAULT_HANDLE, Stream
+from cuda_core._stream import _BUILTIN, _MAX_DEFAULT_HANDLE, Stream, _adopt
 
 __all__: list[str] = []
 
@@ -43,7 +43,7 @@ def bind_for_release(s: Stream) -> Stream:
     key = (s._h, c_ctx)  # a pointer cdata hashes and compares by address
     bound = _BOUND_TOKENS.get(key)
     if bound is None:
-        bound = _BOUND_TOKENS[key] = Stream._new(s._handle, _BUILTIN, ctx=_context_of(c_ctx))
+        bound = _BOUND_TOKENS[key] = _adopt(s._handle, s._h, _context_of(c_ctx), _BUILTIN)
     return bound
 
 

@@ -15,10 +15,10 @@ the driver's arrays are innermost-first, so they are reversed here.  The
 descriptor keeps the viewed object alive.
 
 This module sits below :mod:`cuda_core.utils`: the view class it builds
-views with (for :meth:`TensorMapDescriptor.replace_address`) is registered in
-:data:`VIEW_TYPE` by ``cuda_core.utils._memoryview``, and the Device class
-is the ``_slots.Device`` slot.  The package imports this module at the first
-use of its names (``cuda_core.TensorMapDescriptor``, ``as_tensor_map``).
+views with (for :meth:`TensorMapDescriptor.replace_address`) and the Device
+class come from registration slots (``cuda_core._slots``).  The package
+imports this module at the first use of its names
+(``cuda_core.TensorMapDescriptor``, ``as_tensor_map``).
 """
 
 from __future__ import annotations
@@ -56,8 +56,6 @@ __all__ = ["TensorMapDescriptor", "TensorMapDescriptorOptions"]
 
 _T = TypeVar("_T", bound="TensorMapDescriptor")
 
-#: [StridedMemoryView], registered by cuda_core.utils._memoryview.
-VIEW_TYPE: list[Any] = []
 #: Class attribute read by ``launch``: pass ``_karg`` (bytes) by value, with
 #: this (size, alignment) (see ``cuda_core._launcher``).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
@@ -377,7 +375,7 @@ class TensorMapDescriptor:
         ctx = _current_context_address()
         if ctx != self._context:
             raise RuntimeError("TensorMapDescriptor was created in a different CUDA context")
-        view = tensor if isinstance(tensor, VIEW_TYPE[0]) else _view_of(tensor)
+        view = tensor if isinstance(tensor, _slots.strided_memory_view()) else _view_of(tensor)
         _check_view(view)
         _require_view_device(view, self._device_id, "replace_address")
         status = lib.cuTensorMapReplaceAddress(self._map, ffi.cast("void *", view.ptr))
@@ -389,7 +387,7 @@ class TensorMapDescriptor:
     @property
     def device(self) -> Device:
         """Device: The device the descriptor was made for."""
-        return _slots.Device(self._device_id)
+        return _slots.device_class()(self._device_id)
 
 
 setattr(TensorMapDescriptor, KERNEL_ARG_MARKER, (_MAP_SIZE, 64))
@@ -588,4 +586,4 @@ def _current_context_address() -> int:
 
 
 def _view_of(tensor: object) -> Any:
-    return VIEW_TYPE[0].from_any_interface(tensor, stream_ptr=-1)
+    return _slots.strided_memory_view().from_any_interface(tensor, stream_ptr=-1)

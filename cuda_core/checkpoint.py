@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._errors import check, status_in
 from cuda_core._loader import init_driver
 
 __all__ = ["Process"]
@@ -29,8 +29,8 @@ _UNSUPPORTED = (
     "CUDA checkpointing is not supported by the installed NVIDIA driver. "
     "Upgrade to a driver version with CUDA checkpoint API support."
 )
-# CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED (also a missing entry point)
-_UNSUPPORTED_STATUSES = (500, 801)
+# A missing entry point also reads as CUDA_ERROR_NOT_SUPPORTED.
+_UNSUPPORTED_STATUSES = (lib.CUDA_ERROR_NOT_FOUND, lib.CUDA_ERROR_NOT_SUPPORTED)
 _STATES: dict[int, str] = {
     lib.CU_PROCESS_STATE_RUNNING: "running",
     lib.CU_PROCESS_STATE_LOCKED: "locked",
@@ -206,7 +206,7 @@ def _require_driver() -> None:
 
 
 def _call(status: int, what: str) -> None:
-    if status in _UNSUPPORTED_STATUSES:
+    if status_in(status, _UNSUPPORTED_STATUSES):
         raise RuntimeError(_UNSUPPORTED)
     check(status, what)
 

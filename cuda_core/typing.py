@@ -17,16 +17,8 @@ import typing
 
 import cuda_core._slots as _slots
 
-if typing.TYPE_CHECKING:  # what the higher layers register here at run time
-    from cuda_core._memory._managed_memory_resource import ManagedMemoryLocationType
-    from cuda_core._memory._virtual_memory_resource import (
-        VirtualMemoryAccessType,
-        VirtualMemoryAllocationType,
-        VirtualMemoryGranularityType,
-        VirtualMemoryHandleType,
-        VirtualMemoryLocationType,
-    )
-    from cuda_core.graph._types import GraphConditionalType, GraphMemoryType
+if typing.TYPE_CHECKING:  # defined over the resource classes, a higher layer
+    from cuda_core._green_context import DeviceResourcesType
 
 __all__ = [
     "AddressModeType",
@@ -52,16 +44,10 @@ __all__ = [
     "WorkqueueSharingScopeType",
 ]
 
-# DeviceResourcesType (cuda_core._green_context), GraphConditionalType,
-# GraphMemoryType (cuda_core.graph._types), ManagedMemoryLocationType and the
-# VirtualMemory* enumerations (cuda_core._memory) are defined beside the
-# classes that use them, in higher layers: each of those modules registers
-# its enumerations here (``_register``) when it is imported.  ``import
-# cuda_core`` imports all of them but the lazily imported subpackages, whose
-# names the module ``__getattr__`` below provides on first use.
-
-#: Names registered by a lazily imported subpackage: name -> subpackage.
-_LAZY_NAMES = {"GraphConditionalType": "graph", "GraphMemoryType": "graph"}
+# Every enumeration of the API is defined here, the graph and memory ones
+# included, so that the modules that use them import them from this layer.
+# DeviceResourcesType, an alias over the green-context resource classes (a
+# higher layer), is read from its registration slot by ``__getattr__`` below.
 
 
 class IsStreamType(typing.Protocol):
@@ -81,21 +67,14 @@ DevicePointerType = typing.Optional[int]
 ProcessStateType = typing.Literal["running", "locked", "checkpointed", "failed"]
 
 
-if not typing.TYPE_CHECKING:  # type checkers see the names imported above
+if not typing.TYPE_CHECKING:  # type checkers see the name imported above
 
     def __getattr__(name: str) -> typing.Any:
-        package = _LAZY_NAMES.get(name)
-        if package is not None and _slots.import_subpackage is not None:
-            _slots.import_subpackage(package)  # registers the name here
-            return globals()[name]
+        if name == "DeviceResourcesType":
+            value = _slots.device_resources_type()
+            if value is not None:
+                return value
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _register(*enums: type, **aliases: object) -> None:
-    """Publish enumerations (and named type aliases) defined in a higher layer here."""
-    for e in enums:
-        globals()[e.__name__] = e
-    globals().update(aliases)
 
 
 def _refuse(cls: type[enum.Enum], value: object) -> typing.NoReturn:
@@ -264,3 +243,81 @@ class WorkqueueSharingScopeType(_StrEnum):
 
     DEVICE_CTX = "device_ctx"
     GREEN_CTX_BALANCED = "green_ctx_balanced"
+
+
+class GraphConditionalType(_StrEnum):
+    """Kind of a conditional graph node.
+
+    * ``IF`` -- runs its body (or, with two branches, the first body) when
+      the condition is non-zero, the second body otherwise.
+    * ``WHILE`` -- runs its body repeatedly while the condition is non-zero.
+    * ``SWITCH`` -- runs the body whose index equals the condition (none if
+      it is out of range).
+    """
+
+    IF = "if"
+    WHILE = "while"
+    SWITCH = "switch"
+
+
+class GraphMemoryType(_StrEnum):
+    """Kind of memory an allocation node provides.
+
+    * ``DEVICE`` -- device memory of the allocating device.
+    * ``HOST`` -- pinned host memory (not supported on every system).
+    * ``MANAGED`` -- managed (unified) memory (needs CUDA 13).
+    """
+
+    DEVICE = "device"
+    HOST = "host"
+    MANAGED = "managed"
+
+
+class ManagedMemoryLocationType(_StrEnum):
+    """Kinds of preferred location of a managed memory pool (plain strings also work)."""
+
+    DEVICE = "device"
+    HOST = "host"
+    HOST_NUMA = "host_numa"
+
+
+class VirtualMemoryAllocationType(_StrEnum):
+    """Physical allocation kind (plain strings also work)."""
+
+    PINNED = "pinned"
+    MANAGED = "managed"
+
+
+class VirtualMemoryLocationType(_StrEnum):
+    """Where the physical memory lives (plain strings also work)."""
+
+    DEVICE = "device"
+    HOST = "host"
+    HOST_NUMA = "host_numa"
+    HOST_NUMA_CURRENT = "host_numa_current"
+
+
+class VirtualMemoryHandleType(_StrEnum):
+    """Exportable handle type of the physical memory (plain strings also work).
+
+    The members are ``cuda.core``'s; the plain string ``"win32"`` is also
+    accepted by :class:`VirtualMemoryResourceOptions` (``CU_MEM_HANDLE_TYPE_WIN32``).
+    """
+
+    POSIX_FD = "posix_fd"
+    WIN32_KMT = "win32_kmt"
+    FABRIC = "fabric"
+
+
+class VirtualMemoryGranularityType(_StrEnum):
+    """Which allocation granularity sizes are rounded to (plain strings also work)."""
+
+    MINIMUM = "minimum"
+    RECOMMENDED = "recommended"
+
+
+class VirtualMemoryAccessType(_StrEnum):
+    """Access granted to a device (plain strings also work; None means no access)."""
+
+    READ_WRITE = "rw"
+    READ = "r"

@@ -236,6 +236,26 @@ def _check_loads(obj, name):
     return kernel
 
 
+def slots_and_accessors():
+    """The slot names and accessor names that ``cuda_core/_slots.py`` defines.
+
+    A slot is an annotated module attribute; an accessor a public function.
+    """
+    import ast
+
+    with open(os.path.join(CHECKOUT, "cuda_core", "_slots.py")) as f:
+        tree = ast.parse(f.read())
+    slots = {
+        s.target.id
+        for s in tree.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    }
+    accessors = {
+        f.name for f in tree.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
+    }
+    return slots, accessors
+
+
 # -- the compilers and the linker: tests that need them skip where they are missing ----
 
 _LIBRARY_LABELS = {"nvrtc": "NVRTC", "nvjitlink": "nvJitLink", "nvvm": "libNVVM"}

@@ -17,7 +17,7 @@ from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
-from cuda_core._lifetime import Closeable, open_class, require_open
+from cuda_core._lifetime import ClosedFlag, open_class, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
@@ -36,7 +36,7 @@ from cuda_core._memory._release import (
     _Release,
     open_buffer_close,
 )
-from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._stream import _as_stream
 from cuda_core._stream_release import bind_for_release as _bind
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["Buffer"]
 
 
-class Buffer(BufferExports, Closeable):
+class Buffer(BufferExports, ClosedFlag):
     """A handle to allocated memory.
 
     Buffers are not constructed directly: a :class:`MemoryResource` returns
@@ -130,7 +130,7 @@ class Buffer(BufferExports, Closeable):
         Callable[[MemoryResource, IPCBufferDescriptor], Buffer],
         tuple[MemoryResource | None, IPCBufferDescriptor],
     ]:
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         return _reduce_helper, (self._mr, self.ipc_descriptor)
 
     @classmethod
@@ -345,7 +345,7 @@ class Buffer(BufferExports, Closeable):
         TypeError
             If ``stream`` is not a stream.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if stream is None:
             raise TypeError("stream must be a Stream or GraphBuilder, not None")
         s = _bind(_as_stream(stream))
@@ -399,7 +399,7 @@ class Buffer(BufferExports, Closeable):
             If either buffer is closed, or for ``DURING_API_CALL`` with a
             driver older than CUDA 13.2.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         s = _as_stream(stream)
         size = self._size
         if dst is None:
@@ -412,7 +412,7 @@ class Buffer(BufferExports, Closeable):
         elif not isinstance(dst, Buffer):
             raise TypeError(f"dst must be a Buffer, not {type(dst).__name__}")
         else:
-            require_open(dst, dst._closed, "destination Buffer")
+            require_open(dst._closed, "destination Buffer")
         if dst._size != size:
             raise ValueError(
                 f"buffer sizes mismatch between src and dst (sizes are: src={size}, "
@@ -447,10 +447,10 @@ class Buffer(BufferExports, Closeable):
             If this buffer or ``src`` is closed, or as :meth:`copy_to` for
             ``DURING_API_CALL``.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if not isinstance(src, Buffer):
             raise TypeError(f"src must be a Buffer, not {type(src).__name__}")
-        require_open(src, src._closed, "source Buffer")
+        require_open(src._closed, "source Buffer")
         s = _as_stream(stream)
         size = self._size
         if src._size != size:
@@ -484,7 +484,7 @@ class Buffer(BufferExports, Closeable):
             If a buffer ``value`` is not 1, 2 or 4 bytes long, or the buffer
             size is not a multiple of that width.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         s = _as_stream(stream)
         val, width = _parse_fill_value(value)
         size = self._size
@@ -521,14 +521,9 @@ class Buffer(BufferExports, Closeable):
         return None if extra is None else extra.owner
 
     @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
-
-    @property
     def device_id(self) -> int:
         """int: The device ordinal of this memory, or -1 when bound to no device."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         mr = self._mr
         if mr is not None:
             if getattr(mr, "_bound_to_no_gpu", False):  # LegacyPinnedMemoryResource
@@ -539,7 +534,7 @@ class Buffer(BufferExports, Closeable):
     @property
     def is_device_accessible(self) -> bool:
         """bool: Whether the GPU can access this memory."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if self._mr is not None:
             return self._mr.is_device_accessible
         return self._memory_attrs()[0]
@@ -547,7 +542,7 @@ class Buffer(BufferExports, Closeable):
     @property
     def is_host_accessible(self) -> bool:
         """bool: Whether the CPU can access this memory."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if self._mr is not None:
             return self._mr.is_host_accessible
         return self._memory_attrs()[1]
@@ -555,7 +550,7 @@ class Buffer(BufferExports, Closeable):
     @property
     def is_managed(self) -> bool:
         """bool: Whether this is CUDA managed (unified) memory."""
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if self._mr is not None:
             return bool(self._mr.is_managed)
         return self._memory_attrs()[3]
@@ -575,7 +570,7 @@ class Buffer(BufferExports, Closeable):
         RuntimeError
             If the memory resource is not IPC-enabled.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         extra = self._extra
         if extra is None:
             extra = self._extra = _Extra(None, None)
@@ -611,5 +606,6 @@ def _reduce_helper(mr: MemoryResource, ipc_descriptor: IPCBufferDescriptor) -> B
         # A spawned process unpickles its arguments before running its
         # target: bind a context so the default stream can be used.
         device_id = mr.device_id
-        (_slots.Device(device_id) if device_id >= 0 else _slots.Device()).set_current()
+        device = _slots.device_class()
+        (device(device_id) if device_id >= 0 else device()).set_current()
     return Buffer.from_ipc_descriptor(mr, ipc_descriptor, stream=_default_stream())

@@ -75,7 +75,7 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
         device_id: Device | int,
         options: DeviceMemoryResourceOptions | dict[str, Any] | None = None,
     ) -> None:
-        dev_id = _slots.Device(device_id).device_id
+        dev_id = _slots.device_class()(device_id).device_id
         opts = check_or_create_options(
             DeviceMemoryResourceOptions, options, "DeviceMemoryResource options", keep_none=True
         )
@@ -119,7 +119,7 @@ class DeviceMemoryResource(_DeviceMemory, _MemPool):
             A mapped resource (``is_mapped`` is True), registered under the
             exporter's UUID when the handle carries one.
         """
-        dev_id = _slots.Device(device_id).device_id
+        dev_id = _slots.device_class()(device_id).device_id
         return _ipc.mempool_from_allocation_handle(cls, alloc_handle, dev_id)
 
     @property

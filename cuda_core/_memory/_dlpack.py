@@ -132,7 +132,7 @@ class BufferExports:
             For any ``dl_device`` (even this buffer's own), ``copy=True``, or
             a malformed ``max_version``.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if dl_device is not None:
             raise BufferError("Sorry, not supported: dl_device other than None")
         if copy is True:
@@ -146,7 +146,7 @@ class BufferExports:
         ``(1, 0)`` CPU, ``(2, id)`` CUDA device memory, ``(3, 0)`` pinned host
         memory, ``(13, 0)`` managed memory.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         return classify_dl_device(self)
 
     @property
@@ -159,7 +159,7 @@ class BufferExports:
         only for legacy capsules).  Device-only buffers have no array
         interface (AttributeError).  This is a cuda_core extension.
         """
-        require_open(self, self._closed, "Buffer")
+        require_open(self._closed, "Buffer")
         if not self.is_host_accessible:
             raise AttributeError(
                 "__array_interface__ is only available for host-accessible buffers"

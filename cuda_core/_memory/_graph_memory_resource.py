@@ -19,8 +19,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, shown_as
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory
-from cuda_core._stream import Stream
-from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._stream import Stream, _as_stream
 
 if TYPE_CHECKING:
     from cuda_core._device import Device

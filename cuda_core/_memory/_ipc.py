@@ -28,7 +28,7 @@ from cuda_core._errors import check
 from cuda_core._lifetime import require_open
 from cuda_core._memory._forking_pickler import register as register_reducer
 from cuda_core._memory._ipc_imports import import_once
-from cuda_core._stream import _as_open_stream as _as_stream
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -271,7 +271,7 @@ def mempool_from_allocation_handle(
                 )
             return existing
     if isinstance(alloc_handle, IPCAllocationHandle):
-        require_open(alloc_handle, alloc_handle.is_closed, "IPCAllocationHandle")
+        require_open(alloc_handle.is_closed, "IPCAllocationHandle")
     elif isinstance(alloc_handle, int) and not isinstance(alloc_handle, bool):
         fd = os.dup(alloc_handle)  # the caller keeps (and closes) its own fd
         try:
@@ -350,7 +350,7 @@ def buffer_from_ipc_descriptor(
     if not getattr(mr, "is_ipc_enabled", False):
         raise RuntimeError("Memory resource is not IPC-enabled")
     pool_mr = cast("_MemPool", mr)  # only pool-backed resources are IPC-enabled
-    require_open(mr, pool_mr.is_closed, type(mr).__name__)
+    require_open(pool_mr.is_closed, type(mr).__name__)
     s = _as_stream(stream) if stream is not None else _default_stream()
     size = ipc_descriptor.size
 

@@ -21,8 +21,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _SharedMemory
-from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import _as_stream as _stream_accept
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from typing import Any, ClassVar
@@ -142,7 +141,7 @@ class _SynchronousMemoryResource(_DeviceMemory, _SynchronousAllocatorResource):
     _free_name = "cuMemFree"
 
     def __init__(self, device_id: Device | int) -> None:
-        self._device_id = _slots.Device(device_id).device_id
+        self._device_id = _slots.device_class()(device_id).device_id
 
     def __repr__(self) -> str:
         return f"<_SynchronousMemoryResource device_id={self._device_id}>"
@@ -169,7 +168,7 @@ def _sync_before_free(stream: Stream | GraphBuilder | None) -> None:
     """
     c_ctx = None
     if stream is not None:
-        s = _stream_accept(stream, "stream")
+        s = _as_stream(stream, check_open=False)
         if not s._closed:
             s.sync()
             return

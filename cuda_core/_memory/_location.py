@@ -78,11 +78,11 @@ def is_location(value: object) -> bool:
 
 def device_location(ordinal: int) -> Device:
     """Return the :class:`~cuda_core.Device` of ``ordinal`` (a location the driver reported)."""
-    return _slots.Device(ordinal)
+    return _slots.device_class()(ordinal)
 
 
 def _is_device(value: object) -> bool:
-    device_class = _slots.Device
+    device_class = _slots.device_class()
     return device_class is not None and isinstance(value, device_class)
 
 

@@ -22,7 +22,7 @@ from cuda_core._errors import check
 from cuda_core._loader import format_cuda_version
 from cuda_core._memory._batch import coerce_buffers, hex_address, run_starts, u64_array
 from cuda_core._memory._location import current_driver_version, location_pair
-from cuda_core._stream import _as_open_stream
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
@@ -82,7 +82,7 @@ def prefetch_batch(
     """
     bufs = coerce_buffers(buffers, "prefetch_batch", _SINGLE_HINT)
     locs = _broadcast_locations(locations, len(bufs), "prefetch_batch")
-    s = _as_open_stream(stream)
+    s = _as_stream(stream)
     for buf in bufs:
         _require_managed(buf, "prefetch_batch")
     if current_driver_version() >= _BATCH_DRIVER:
@@ -137,7 +137,7 @@ def discard_batch(stream: Stream | GraphBuilder, buffers: Sequence[Buffer]) -> N
     from the host) can be lost, and no synchronize or event prevents it.
     """
     bufs = coerce_buffers(buffers, "discard_batch", _SINGLE_HINT)
-    s = _as_open_stream(stream)
+    s = _as_stream(stream)
     for buf in bufs:
         _require_managed(buf, "discard_batch")
     _discard(bufs, s, "discard")
@@ -175,7 +175,7 @@ def discard_prefetch_batch(
     """
     bufs = coerce_buffers(buffers, "discard_prefetch_batch", _SINGLE_HINT)
     locs = _broadcast_locations(locations, len(bufs), "discard_prefetch_batch")
-    s = _as_open_stream(stream)
+    s = _as_stream(stream)
     for buf in bufs:
         _require_managed(buf, "discard_prefetch_batch")
     _discard_prefetch(bufs, locs, s, "discard_prefetch")
@@ -184,7 +184,7 @@ def discard_prefetch_batch(
 def discard_one(buf: Buffer, stream: Stream | GraphBuilder) -> None:
     """:meth:`ManagedBuffer.discard`: discard one managed range."""
     _require_managed(buf, "discard")
-    s = _as_open_stream(stream)
+    s = _as_stream(stream)
     _discard((buf,), s, "discard")
 
 
@@ -194,7 +194,7 @@ def discard_prefetch_one(
     """:meth:`ManagedBuffer.discard_prefetch`: discard one range and prefetch it."""
     _require_managed(buf, "discard_prefetch")
     loc = location_pair(location)
-    s = _as_open_stream(stream)
+    s = _as_stream(stream)
     _discard_prefetch((buf,), (loc,), s, "discard_prefetch")
 
 

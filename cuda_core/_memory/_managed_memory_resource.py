@@ -23,8 +23,8 @@ from cuda_core._memory._location import device_location, is_location, location_p
 from cuda_core._memory._memory_pool import _MemPool
 from cuda_core._memory._memory_resource import _SharedMemory
 from cuda_core._memory._pinned_memory_resource import _host_numa_id_for_current_device
-from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core.typing import _refuse, _register, _StrEnum
+from cuda_core._stream import _as_stream
+from cuda_core.typing import ManagedMemoryLocationType, _refuse
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
@@ -77,17 +77,6 @@ _LOCATION_TYPE_NAMES: dict[int, str] = {
     lib.CU_MEM_LOCATION_TYPE_HOST_NUMA: "host_numa",
     lib.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: "host_numa_current",
 }
-
-
-class ManagedMemoryLocationType(_StrEnum):
-    """Kinds of preferred location of a managed memory pool (plain strings also work)."""
-
-    DEVICE = "device"
-    HOST = "host"
-    HOST_NUMA = "host_numa"
-
-
-_register(ManagedMemoryLocationType)
 
 
 @dataclasses.dataclass
@@ -187,7 +176,7 @@ class ManagedBuffer(Buffer):
         TypeError
             If ``location`` is neither a Device nor a Host.
         """
-        require_open(self, self._closed, "ManagedBuffer")
+        require_open(self._closed, "ManagedBuffer")
         _require_managed(self, "prefetch")
         c_loc = _c_location(location_pair(location))
         s = _as_stream(stream)
@@ -290,7 +279,7 @@ class ManagedBuffer(Buffer):
             self._advise(lib.CU_MEM_ADVISE_SET_ACCESSED_BY, loc)
 
     def _range_int(self, attribute: int) -> int:
-        require_open(self, self._closed, "ManagedBuffer")
+        require_open(self._closed, "ManagedBuffer")
         out = ffi.new("int *")
         check(
             lib.cuMemRangeGetAttribute(out, 4, attribute, self._ptr, self._size),
@@ -309,7 +298,7 @@ class ManagedBuffer(Buffer):
 
     def _advise(self, advice: int, location: Device | Host | None) -> None:
         """Apply ``advice`` for ``location`` (a Device, a Host, or None where ignored)."""
-        require_open(self, self._closed, "ManagedBuffer")
+        require_open(self._closed, "ManagedBuffer")
         _require_managed(self, "advise")
         c_loc = _c_location(_advice_pair(advice, location))
         check(lib.cuMemAdvise_v2(self._ptr, self._size, advice, c_loc[0]), "cuMemAdvise")
@@ -334,7 +323,7 @@ class AccessedBySet(MutableSet):  # type: ignore[type-arg]  # of Device | Host
 
     def _ids(self) -> set[int]:
         buf = self._buf
-        require_open(buf, buf._closed, "ManagedBuffer")
+        require_open(buf._closed, "ManagedBuffer")
         n = device_count() + 1
         out = ffi.new("int[]", n)
         check(

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, cast
 
-from cuda_core._coerce import as_int_handle
+from cuda_core._coerce import as_flag, as_int_handle
 from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _PRIMARY, _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
-from cuda_core._lifetime import Closeable, require_open
+from cuda_core._lifetime import ClosedFlag, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
 from cuda_core._memory._memory_resource import MemoryResource
@@ -26,8 +26,7 @@ from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._memory._pool_attributes import _MemPoolAttributes
 from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
 from cuda_core._stream import Stream as _Stream
-from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core._stream import _OpenStream
+from cuda_core._stream import _as_stream, _OpenStream
 from cuda_core._stream_release import bind_for_release
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ _new = object.__new__
 _cc_pool_alloc = lib.cc_pool_alloc
 
 
-class _MemPool(MemoryResource, Closeable):
+class _MemPool(MemoryResource, ClosedFlag):
     """Base of the memory resources backed by a ``CUmemoryPool``."""
 
     __slots__ = (
@@ -260,8 +259,7 @@ class _MemPool(MemoryResource, Closeable):
     def _checked_args(self, size: object, stream: object) -> tuple[_Stream, int]:
         """Refuse allocation (closed or mapped resource) or return ``(stream, size)`` checked."""
         if self._fast is None:
-            if self._closed:
-                require_open(self, True, type(self).__name__)
+            require_open(self._closed, type(self).__name__)
             raise TypeError("Cannot allocate from a mapped IPC-enabled memory resource")
         return _as_stream(stream), _as_size(size)
 
@@ -288,7 +286,7 @@ class _MemPool(MemoryResource, Closeable):
     @property
     def attributes(self) -> _MemPoolAttributes:
         """_MemPoolAttributes: The pool's attributes, read live from the driver."""
-        require_open(self, self._closed, type(self).__name__)
+        require_open(self._closed, type(self).__name__)
         if self._attributes is None:
             self._attributes = _MemPoolAttributes._init(self)
         return self._attributes
@@ -297,11 +295,6 @@ class _MemPool(MemoryResource, Closeable):
     def handle(self) -> int:
         """int: The ``CUmemoryPool`` handle (0 once closed)."""
         return 0 if self._closed else self._h
-
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
 
     @property
     def is_handle_owned(self) -> bool:
@@ -383,10 +376,7 @@ def _check_pool_options(
     options: DeviceMemoryResourceOptions | PinnedMemoryResourceOptions, cls_name: str
 ) -> None:
     """Validate the ``ipc_enabled`` and ``max_size`` fields of pool options ``cls_name``."""
-    if not isinstance(options.ipc_enabled, bool):
-        raise TypeError(
-            f"{cls_name}.ipc_enabled must be a bool, not {type(options.ipc_enabled).__name__}"
-        )
+    as_flag(options.ipc_enabled, f"{cls_name}.ipc_enabled", ints=False)
     if isinstance(options.max_size, bool) or not isinstance(options.max_size, int):
         raise TypeError(
             f"{cls_name}.max_size must be an int, not {type(options.max_size).__name__}"

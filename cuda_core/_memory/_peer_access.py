@@ -60,7 +60,7 @@ class PeerAccessibleBySetProxy(MutableSet["Device"]):
         return _pool_access(self._mr, dev_id) == MemoryPoolAccess.READ_WRITE
 
     def __iter__(self) -> Iterator[Device]:
-        return iter([_slots.Device(i) for i in _peer_ids(self._mr)])
+        return iter([_slots.device_class()(i) for i in _peer_ids(self._mr)])
 
     def __len__(self) -> int:
         return len(_peer_ids(self._mr))
@@ -103,7 +103,7 @@ class PeerAccessibleBySetProxy(MutableSet["Device"]):
 
     def _apply(self, additions: Iterable[Device | int], removals: Iterable[object]) -> None:
         mr = self._mr
-        require_open(mr, mr.is_closed, type(mr).__name__)
+        require_open(mr.is_closed, type(mr).__name__)
         owner = mr._dev_id
         current = set(_peer_ids(mr))
         add_ids: set[int] = set()
@@ -146,7 +146,7 @@ def DMR_mempool_get_access(  # noqa: N802 - upstream name
     Upstream returns the strings ``"rw"``, ``"r"`` or ``""``; cuda_core
     returns enum members instead (see DESIGN, error rule 6).
     """
-    require_open(dmr, dmr.is_closed, type(dmr).__name__)
+    require_open(dmr.is_closed, type(dmr).__name__)
     return _pool_access(dmr, _resolve_device_id(device_id))
 
 
@@ -154,11 +154,11 @@ def _resolve_device_id(value: Any) -> int:
     """The ordinal of ``value`` (a Device or an int); TypeError or ValueError otherwise."""
     if isinstance(value, bool):
         raise TypeError("a device must be a Device or an int ordinal, not bool")
-    return _slots.Device(value).device_id
+    return _slots.device_class()(value).device_id
 
 
 def _pool_access(mr: _MemPool, dev_id: int) -> MemoryPoolAccess:
-    require_open(mr, mr.is_closed, type(mr).__name__)  # a closed pool may be destroyed
+    require_open(mr.is_closed, type(mr).__name__)  # a closed pool may be destroyed
     loc = ffi.new("CUmemLocation *")
     loc.type = lib.CU_MEM_LOCATION_TYPE_DEVICE
     loc.id = dev_id
@@ -202,7 +202,7 @@ def _can_access_peer(dev_id: int, peer_id: int) -> bool:
 
 def _set_peer_accessible_by(mr: _MemPool, devices: Iterable[Device | int]) -> None:
     """Make the set of peers with access exactly ``devices`` (one driver call)."""
-    require_open(mr, mr.is_closed, type(mr).__name__)
+    require_open(mr.is_closed, type(mr).__name__)
     owner = mr._dev_id
     target: set[int] = set()
     for value in devices:

@@ -46,8 +46,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import CUDAWarning, check, in_forked_child, warn_cuda
 from cuda_core._stream import Stream as _Stream
-from cuda_core._stream import _as_stream as _stream_accept
-from cuda_core._stream import _OpenStream
+from cuda_core._stream import _as_stream, _OpenStream
 from cuda_core._stream_release import owning_context
 
 if TYPE_CHECKING:
@@ -100,7 +99,7 @@ def _close_open_buffer(self: Buffer, stream: _Stream | GraphBuilder | None = Non
     else:
         cls = stream.__class__
         # The class test makes ``stream`` a Stream in the first branch.
-        s = stream if cls is _OpenStream or cls is _Stream else _stream_accept(stream, "stream")  # type: ignore[assignment]
+        s = stream if cls is _OpenStream or cls is _Stream else _as_stream(stream, check_open=False)  # type: ignore[assignment]
     self._closed = True
     self.__class__ = type(self)._plain  # closed: no finalizer needed (see open_class)
     c_ptr = self._ptr

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
-from cuda_core._coerce import as_int_handle, check_or_create_options
+from cuda_core._coerce import as_flag, as_int_handle, check_or_create_options
 from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -26,8 +26,14 @@ from cuda_core._memory._legacy import _sync_before_free
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import _Release
 from cuda_core._memory._virtual_memory_regions import _Region, _release_region, _Undo
-from cuda_core._stream import _as_open_stream as _as_stream
-from cuda_core.typing import _register, _StrEnum
+from cuda_core._stream import _as_stream
+from cuda_core.typing import (
+    VirtualMemoryAccessType,
+    VirtualMemoryAllocationType,
+    VirtualMemoryGranularityType,
+    VirtualMemoryHandleType,
+    VirtualMemoryLocationType,
+)
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
@@ -51,48 +57,6 @@ def _release_of(buf: Buffer) -> _Release:
     rel = buf._release
     assert isinstance(rel, _Release)
     return rel
-
-
-class VirtualMemoryAllocationType(_StrEnum):
-    """Physical allocation kind (plain strings also work)."""
-
-    PINNED = "pinned"
-    MANAGED = "managed"
-
-
-class VirtualMemoryLocationType(_StrEnum):
-    """Where the physical memory lives (plain strings also work)."""
-
-    DEVICE = "device"
-    HOST = "host"
-    HOST_NUMA = "host_numa"
-    HOST_NUMA_CURRENT = "host_numa_current"
-
-
-class VirtualMemoryHandleType(_StrEnum):
-    """Exportable handle type of the physical memory (plain strings also work).
-
-    The members are ``cuda.core``'s; the plain string ``"win32"`` is also
-    accepted by :class:`VirtualMemoryResourceOptions` (``CU_MEM_HANDLE_TYPE_WIN32``).
-    """
-
-    POSIX_FD = "posix_fd"
-    WIN32_KMT = "win32_kmt"
-    FABRIC = "fabric"
-
-
-class VirtualMemoryGranularityType(_StrEnum):
-    """Which allocation granularity sizes are rounded to (plain strings also work)."""
-
-    MINIMUM = "minimum"
-    RECOMMENDED = "recommended"
-
-
-class VirtualMemoryAccessType(_StrEnum):
-    """Access granted to a device (plain strings also work; None means no access)."""
-
-    READ_WRITE = "rw"
-    READ = "r"
 
 
 _K = TypeVar("_K")
@@ -138,15 +102,6 @@ def _choice(cls_name: str, field: str, value: Any, table: Mapping[_K, object]) -
         allowed = ", ".join(repr(k) for k in table)
         raise ValueError(f"{cls_name}.{field} must be one of {allowed}; got {value!r}")
     return key
-
-
-_register(
-    VirtualMemoryAccessType,
-    VirtualMemoryAllocationType,
-    VirtualMemoryGranularityType,
-    VirtualMemoryHandleType,
-    VirtualMemoryLocationType,
-)
 
 
 @dataclasses.dataclass
@@ -211,12 +166,7 @@ class VirtualMemoryResourceOptions:
                 raise ValueError(
                     f"{name}.{field} must be a non-negative int or None, got {value!r}"
                 )
-        if type(self.gpu_direct_rdma) is int and self.gpu_direct_rdma in (0, 1):
-            self.gpu_direct_rdma = bool(self.gpu_direct_rdma)
-        elif not isinstance(self.gpu_direct_rdma, bool):
-            raise TypeError(
-                f"{name}.gpu_direct_rdma must be a bool, not {type(self.gpu_direct_rdma).__name__}"
-            )
+        self.gpu_direct_rdma = as_flag(self.gpu_direct_rdma, f"{name}.gpu_direct_rdma")
         self.peers = _peer_ordinals(name, self.peers)
 
     # cuda.core's translators from an option value to the driver's constant,
@@ -273,7 +223,7 @@ def _peer_ordinals(cls_name: str, peers: Any) -> tuple[int, ...]:
         ) from None
     ordinals: list[int] = []
     for p in items:
-        dev_id = p.device_id if isinstance(p, _slots.Device) else p
+        dev_id = p.device_id if isinstance(p, _slots.device_class()) else p
         if isinstance(dev_id, bool) or not isinstance(dev_id, int):
             raise TypeError(
                 f"{cls_name}.peers must hold Devices or device ordinals, got "
@@ -316,7 +266,7 @@ class VirtualMemoryResource(MemoryResource):
             VirtualMemoryResourceOptions, config, "VirtualMemoryResource options"
         )
         self._regions: dict[int, _Region] = {}
-        device = _slots.Device(device_id)
+        device = _slots.device_class()(device_id)
         self._dev_id = device.device_id
         self.device: Device | None = (
             None if self.config.location_type.startswith("host") else device
@@ -435,7 +385,7 @@ class VirtualMemoryResource(MemoryResource):
             )
         if not isinstance(buf, Buffer):
             raise TypeError(f"buf must be a Buffer, not {type(buf).__name__}")
-        require_open(buf, buf.is_closed, "Buffer")
+        require_open(buf.is_closed, "Buffer")
         new_size = _as_size(new_size)
         region = self._regions.get(buf.handle)
         if buf.memory_resource is not self or region is None:

@@ -15,7 +15,7 @@ callback the graph keeps alive.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -59,17 +59,8 @@ class _CaptureBuilders:
 
         def _require_open(self) -> None: ...
 
-        @classmethod
-        def _new(
-            cls,
-            stream: Stream,
-            owns: bool,
-            kind: int,
-            state: int,
-            box: GraphBox | None,
-            c_graph: Any,
-            origin: GraphBuilder | None,
-        ) -> GraphBuilder: ...
+        # GraphBuilder._new (see there for its parameters).
+        _new: ClassVar[Callable[..., GraphBuilder]]
 
     def create_condition(self, default_value: int | bool | None = None) -> GraphCondition:
         """Create a condition variable for conditional nodes in the graph being built.

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import CUDAError, check, driver_error, warn_cuda
-from cuda_core._lifetime import Closeable
-from cuda_core._stream import _as_open_stream
+from cuda_core._errors import CUDAError, check, driver_error, status_in, warn_cuda
+from cuda_core._lifetime import ClosedFlag
+from cuda_core._stream import _as_stream
 from cuda_core.graph._attachments import drain, release_temporary
 from cuda_core.graph._attachments import retain_temporarily as _retain
 from cuda_core.graph._drain import _Attachment, _ExecAttachments
@@ -89,7 +89,7 @@ _UPDATE_DESCRIPTIONS = {
 }
 
 
-class Graph(Closeable):
+class Graph(ClosedFlag):
     """An executable graph (``CUgraphExec``).
 
     Made by :meth:`GraphBuilder.complete
@@ -212,7 +212,7 @@ class Graph(Closeable):
         """
         if self._closed:
             self._require_open()
-        stream = _as_open_stream(stream)
+        stream = _as_stream(stream)
         check(lib.cuGraphLaunch(self._exec, stream._handle))
 
     def upload(self, stream: Stream | GraphBuilder) -> None:
@@ -223,7 +223,7 @@ class Graph(Closeable):
         stream : Stream, GraphBuilder or object with ``__cuda_stream__``
         """
         self._require_open()
-        stream = _as_open_stream(stream)
+        stream = _as_stream(stream)
         check(lib.cuGraphUpload(self._exec, stream._handle))
 
     def update(self, source: GraphBuilder | GraphDefinition) -> None:
@@ -285,11 +285,6 @@ class Graph(Closeable):
         """int: The address of the underlying ``CUgraphExec`` (0 after :meth:`close`)."""
         return 0 if self._closed else self._h
 
-    @property
-    def is_closed(self) -> bool:
-        """bool: Whether :meth:`close` has been called."""
-        return self._closed
-
 
 # --------------------------------------------------------------------------
 # Private helpers.
@@ -345,7 +340,7 @@ def _update_error(status: int, result: int) -> CUDAError:
     """The exception for a refused ``cuGraphExecUpdate``, as cuda.core words it."""
     err = driver_error(status)
     name = ffi.typeof("CUgraphExecUpdateResult").elements.get(result, f"result {result}")
-    if status != lib.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
+    if not status_in(status, (lib.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,)):
         return err
     description = _UPDATE_DESCRIPTIONS.get(result, "The update failed")
     exc = CUDAError(f"Graph update failed: {description} ({name})", code=err.code, name=err.name)

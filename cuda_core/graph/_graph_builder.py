@@ -572,4 +572,4 @@ class GraphBuilder(_CaptureBuilders, Closeable):
         return GraphDefinition._view(self._graph, self._box)
 
 
-_slots.GraphBuilder = GraphBuilder  # type: ignore[assignment]  # the slot is typed None
+_slots.GraphBuilder = GraphBuilder

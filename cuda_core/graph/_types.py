@@ -13,41 +13,13 @@ from __future__ import annotations
 import enum
 
 from cuda_core._cuda_ffi import lib
-from cuda_core.typing import _register, _StrEnum
+from cuda_core.typing import GraphConditionalType, GraphMemoryType
 
 __all__ = ["CUgraphNodeType", "ConditionalType", "GraphConditionalType", "GraphMemoryType"]
 
 
-class GraphConditionalType(_StrEnum):
-    """Kind of a conditional graph node.
-
-    * ``IF`` -- runs its body (or, with two branches, the first body) when
-      the condition is non-zero, the second body otherwise.
-    * ``WHILE`` -- runs its body repeatedly while the condition is non-zero.
-    * ``SWITCH`` -- runs the body whose index equals the condition (none if
-      it is out of range).
-    """
-
-    IF = "if"
-    WHILE = "while"
-    SWITCH = "switch"
-
-
 #: Alias of :class:`GraphConditionalType` (its name in ``cuda.core.graph``).
 ConditionalType = GraphConditionalType
-
-
-class GraphMemoryType(_StrEnum):
-    """Kind of memory an allocation node provides.
-
-    * ``DEVICE`` -- device memory of the allocating device.
-    * ``HOST`` -- pinned host memory (not supported on every system).
-    * ``MANAGED`` -- managed (unified) memory (needs CUDA 13).
-    """
-
-    DEVICE = "device"
-    HOST = "host"
-    MANAGED = "managed"
 
 
 class CUgraphNodeType(enum.IntEnum):
@@ -67,6 +39,3 @@ class CUgraphNodeType(enum.IntEnum):
     CU_GRAPH_NODE_TYPE_MEM_FREE = lib.CU_GRAPH_NODE_TYPE_MEM_FREE
     CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = lib.CU_GRAPH_NODE_TYPE_BATCH_MEM_OP
     CU_GRAPH_NODE_TYPE_CONDITIONAL = lib.CU_GRAPH_NODE_TYPE_CONDITIONAL
-
-
-_register(GraphConditionalType, GraphMemoryType)

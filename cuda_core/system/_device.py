@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core.system import _device_events, _device_info
 from cuda_core.system._device_events import DeviceEvents, event_mask
 from cuda_core.system._device_info import (
     BAR1MemoryInfo,
@@ -200,8 +199,7 @@ class Device:
             ``CUDA_VISIBLE_DEVICES``).
         """
         want = self.uuid_without_prefix.lower()
-        cuda_device: Any = _slots.Device  # cuda_core.Device
-        for dev in cuda_device.get_all_devices():
+        for dev in _slots.device_class().get_all_devices():
             if dev.uuid.lower() == want:
                 found: CudaDevice = dev
                 return found
@@ -592,5 +590,4 @@ def _c_text(value: object, what: str) -> bytes:
     return value.encode()
 
 
-_device_info.device_from_handle.append(Device._from_handle)
-_device_events.device_from_handle.append(Device._from_handle)
+_slots.NvmlDevice = Device

@@ -12,8 +12,9 @@ from __future__ import annotations
 import enum
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._lifetime import Closeable
 from cuda_core.system._enums import from_nvml, to_nvml
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["DeviceEvents", "EventData", "event_mask"]
 
 _MODULE = "cuda_core.system._device"
-
-# Filled by cuda_core.system._device at import: handle (cdata) -> Device.
-device_from_handle: list[Callable[[Any], Device]] = []
 
 
 def event_mask(cls: type[enum.Enum], events: object) -> int:
@@ -118,7 +116,7 @@ class EventData:
     @property
     def device(self) -> Device:
         """Device: The device the event happened on."""
-        return device_from_handle[0](self._d.device)
+        return _slots.nvml_device_class()._from_handle(self._d.device)
 
     @property
     def event_type(self) -> EventType:

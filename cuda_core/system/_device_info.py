@@ -12,8 +12,9 @@ every attribute read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
+import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core.system._enums import to_nvml
 from cuda_core.system._nvml import check, out_result, string_result, uint_result
@@ -38,9 +39,6 @@ __all__ = [
 ]
 
 _MODULE = "cuda_core.system._device"
-
-# Filled by cuda_core.system._device at import: handle (cdata) -> Device.
-device_from_handle: list[Callable[[Any], Device]] = []
 
 
 class MemoryInfo:
@@ -420,7 +418,7 @@ class MigInfo:
         h = out_result(
             "nvmlDevice_t", lib.nvmlDeviceGetDeviceHandleFromMigDeviceHandle, self._device._h
         )
-        return device_from_handle[0](h)
+        return _slots.nvml_device_class()._from_handle(h)
 
     def get_device_by_index(self, index: int) -> Device:
         """Return the MIG device at ``index`` of this GPU.
@@ -434,7 +432,7 @@ class MigInfo:
         h = out_result(
             "nvmlDevice_t", lib.nvmlDeviceGetMigDeviceHandleByIndex, self._device._h, index
         )
-        return device_from_handle[0](h)
+        return _slots.nvml_device_class()._from_handle(h)
 
     def get_all_devices(self) -> Iterator[Device]:
         """Yield every existing MIG device of this GPU (a generator).

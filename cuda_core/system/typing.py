@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import enum
 
+from cuda_core.typing import _StrEnum
+
 __all__ = [
     "AddressingMode",
     "AffinityScope",
@@ -33,16 +35,6 @@ __all__ = [
     "ThermalController",
     "ThermalTarget",
 ]
-
-
-class _StrEnum(str, enum.Enum):
-    """A ``str`` enumeration whose ``str()`` and ``format()`` are the value."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
 
 
 class AddressingMode(_StrEnum):

@@ -21,7 +21,7 @@ from typing import Any
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory._buffer import Buffer
-from cuda_core._stream import _as_open_stream
+from cuda_core._stream import _as_stream
 
 __all__ = []
 
@@ -35,7 +35,7 @@ def copy_array(
     direction.  Returns nothing; raises TypeError/ValueError for an unusable
     ``other`` (before anything is queued) and CUDAError if the driver fails.
     """
-    stream = _as_open_stream(stream, "stream")
+    stream = _as_stream(stream)
     width, height, depth = extent
     required = width * height * depth
     p = ffi.new("CUDA_MEMCPY3D *")

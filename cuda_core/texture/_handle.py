@@ -47,8 +47,7 @@ _finalizing = sys.is_finalizing
 
 def device_of(device_id: int) -> Device:
     """Return the :class:`~cuda_core.Device` of ordinal ``device_id``."""
-    cls: Any = _slots.Device
-    return cls(device_id)  # type: ignore[no-any-return]  # set by cuda_core._device, which this package never imports
+    return _slots.device_class()(device_id)
 
 
 class SharedHandle:

@@ -22,7 +22,7 @@ from cuda_core._memory._copy_with_options import (
     _reject_unsupported_during_api_call,
 )
 from cuda_core._memory._location import current_driver_version
-from cuda_core._stream import _as_open_stream
+from cuda_core._stream import _as_stream
 
 if TYPE_CHECKING:
     from cuda_core._memory._buffer import Buffer
@@ -114,7 +114,7 @@ def copy_batch(
     n = len(src_bufs)
     if len(dst_bufs) != n:
         raise ValueError(f"copy_batch: srcs length {n} does not match dsts length {len(dst_bufs)}")
-    s = _as_open_stream(stream)
+    s = _as_stream(stream)
     if s._h in _LEGACY_HANDLES:
         raise TypeError(
             "copy_batch does not accept LEGACY_DEFAULT_STREAM: cuMemcpyBatchAsync refuses the "

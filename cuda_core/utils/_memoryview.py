@@ -509,7 +509,6 @@ class StridedMemoryView:
 
 
 install(StridedMemoryView)
-_tensor_map.VIEW_TYPE.append(StridedMemoryView)
 
 
 class _StridedMemoryViewProxy:
@@ -569,4 +568,4 @@ def _simple_repr(obj: object) -> str:
     return f"{cls.__module__}.{cls.__name__}"
 
 
-_slots.StridedMemoryView = StridedMemoryView  # type: ignore[assignment]  # fills the slot
+_slots.StridedMemoryView = StridedMemoryView

@@ -56,6 +56,10 @@ class _Managed(MemoryResource):
         return True
 
     @property
+    def is_managed(self):
+        return True
+
+    @property
     def device_id(self):
         return 0
 

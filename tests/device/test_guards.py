@@ -131,7 +131,7 @@ def test_shared_event_dropped_unclosed_gives_up_only_its_claim(monkeypatch):
 
     import cuda_core._event as event_mod
     import cuda_core._event_share as share_mod
-    from cuda_core._event import _OpenEvent, _release_event
+    from cuda_core._event import _adopt
 
     destroyed = record_calls(monkeypatch, event_mod, "_destroy_event")
     last = []
@@ -143,14 +143,7 @@ def test_shared_event_dropped_unclosed_gives_up_only_its_claim(monkeypatch):
     monkeypatch.setattr(
         share_mod, "lib", types.SimpleNamespace(cc_event_destroy_in=lambda ctx, h: destroy(h))
     )
-    event = _OpenEvent()
-    event._handle = ffi.cast("CUevent", 0x40)
-    if GUARD_HANDLES:
-        event._guard = ffi.gc(event._handle, _release_event)
-    event._ctx = None
-    event._flags = 0
-    event._closed = False
-    event._share = None
+    event = _adopt(ffi.cast("CUevent", 0x40), None, 0)
     claim = share_mod.claim_event(event)
     share = event._share
     assert share.claims == 2 and type(event) is share_mod._OpenSharedEvent

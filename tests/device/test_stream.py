@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 import pytest
 from _stream_setup import ENV, Foreign
+from conftest import gpu_status
 
 from cuda_core import (
     LEGACY_DEFAULT_STREAM,
@@ -104,7 +105,11 @@ def test_from_handle_is_borrowed_and_compares_by_handle():
     assert s != Stream.from_handle(0x1235)
     assert (s == "x") is False and (s == 0x1234) is False
     assert s.__cuda_stream__() == (0, 0x1234)
-    assert repr(s).startswith("<Stream handle=0x1234 context=0x")
+    if not gpu_status()[0]:
+        # The repr asks the driver for the stream's context, as cuda.core's does:
+        # with a driver present a made-up handle cannot be asked (a real borrowed
+        # stream's repr is checked in test_stream_gpu.py).
+        assert repr(s).startswith("<Stream handle=0x1234 context=0x")
     s.close()
     s.close()
     assert s.is_closed
@@ -144,7 +149,7 @@ def test_as_stream_accepts_streams_and_protocol_objects():
     assert isinstance(wrapped, Stream) and wrapped.handle == 0x6000
     assert wrapped._owner is foreign  # keeps the foreign object alive
     with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got object$"):
-        _as_stream(object(), "my_stream")
+        _as_stream(object())
     with pytest.raises(TypeError, match="^Stream or GraphBuilder expected, got int$"):
         _as_stream(0x5000)
 

@@ -107,7 +107,7 @@ def test_explicit_input_errors(device, k):
         gdef.launch(ONE, k.add_one, object())
     with pytest.raises(NotImplementedError, match="cooperative"):
         gdef.launch(LaunchConfig(grid=1, block=1, is_cooperative=True), k.empty_kernel)
-    with pytest.raises(ValueError, match="memory_type"):
+    with pytest.raises(ValueError, match="is not a valid GraphMemoryType"):
         gdef.allocate(64, memory_type="texture")
     with pytest.raises(TypeError, match="Event"):
         gdef.record(3)

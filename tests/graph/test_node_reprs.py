@@ -178,7 +178,17 @@ def test_reprs_of_a_real_graph(device, k):  # noqa: F811 - fixture
         assert f"child={child.child_graph.handle:#x}" in repr(child)
         assert repr(memset).endswith(f"dptr={dbuf.handle:#x} value=3>")
         assert repr(alloc).endswith(f"dptr={alloc.dptr:#x} size={alloc.bytesize}>")
-        free.destroy()
-        assert repr(free) == f"<FreeNode handle=0x0 dptr={alloc.dptr:#x}>"
+        assert repr(free) == f"<FreeNode handle={free.handle:#x} dptr={alloc.dptr:#x}>"
     finally:
         g.close()
+    # A destroyed node keeps its recorded fields and shows handle 0x0 (in a graph
+    # without memory nodes: the driver refuses destroying nodes of one with them).
+    g = GraphDefinition()
+    try:
+        memset = g.memset(dbuf, 3, 256)
+        memset.destroy()
+        assert repr(memset) == f"<MemsetNode handle=0x0 dptr={dbuf.handle:#x} value=3>"
+    finally:
+        g.close()
+        dbuf.close()
+        hbuf.close()

@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import gpu_status
 
 from cuda_core import Buffer, Kernel, LaunchConfig, ObjectCode, Stream
 from cuda_core import _kernel_occupancy as occupancy_module
@@ -59,7 +60,8 @@ class _IntOnly:
 def test_stream_from_a_cuda_bindings_stream():
     s = Stream.from_handle(CUstream(0x1234))
     assert s.handle == 0x1234 and isinstance(s.handle, int)
-    assert re.fullmatch(r"<Stream handle=0x1234 context=0x[0-9a-f]+>", repr(s))
+    if not gpu_status()[0]:  # the repr asks a driver for the made-up handle's context
+        assert re.fullmatch(r"<Stream handle=0x1234 context=0x[0-9a-f]+>", repr(s))
     wrapped = _as_stream(CUstream(0x5678))
     assert isinstance(wrapped, Stream) and wrapped.handle == 0x5678
 

@@ -17,7 +17,7 @@ from cuda_core import Buffer, CUDAError
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._memory import _release
 from cuda_core._memory._buffer import _OpenBuffer
-from cuda_core._stream import _BORROWED, Stream
+from cuda_core._stream import _BORROWED, _adopt
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def _pool_buffer(dstream, ptr=0x1000):
 
 
 def _stream(address, closed=False):
-    stream = Stream._new(ffi.cast("CUstream", address), _BORROWED)
+    stream = _adopt(ffi.cast("CUstream", address), address, None, _BORROWED)
     stream._closed = closed
     return stream
 

@@ -36,7 +36,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import IPCBufferDescriptor, _ipc, _ipc_imports, _release
 from cuda_core._memory._owned_pool import _OwnedPool
-from cuda_core._stream import _BORROWED, Stream
+from cuda_core._stream import _BORROWED, _adopt
 
 SIZE = 1 << 20
 TIMEOUT = 180
@@ -100,7 +100,7 @@ def _descriptor(seed):
 
 
 def _stream():
-    return Stream._new(ffi.cast("CUstream", 0x50), _BORROWED)
+    return _adopt(ffi.cast("CUstream", 0x50), 0x50, None, _BORROWED)
 
 
 @pytest.mark.parametrize("first_closed", [0, 1])

@@ -45,6 +45,10 @@ class _CuMemAllocManaged(MemoryResource):
         return True
 
     @property
+    def is_managed(self):
+        return True
+
+    @property
     def device_id(self):
         return 0
 

@@ -251,7 +251,12 @@ def test_accessed_by_on_a_managed_buffer(device):
     try:
         s = buf.accessed_by
         assert isinstance(s, collections.abc.MutableSet)
-        s |= {device}
+        try:
+            s |= {device}
+        except CUDAError as exc:  # advice on pool-allocated managed memory
+            if "CUDA_ERROR_NOT_SUPPORTED" not in str(exc):
+                raise
+            pytest.skip(f"this driver takes no access advice for this memory: {exc}")
         assert device in s and s == {device} and s & {device} == {device}
         assert s.isdisjoint({Host()}) and s - {device} == set()
         assert s.pop() == device and len(s) == 0

@@ -19,7 +19,7 @@ import fnmatch
 import pathlib
 
 import pytest
-from _helpers import CHECKOUT
+from _helpers import CHECKOUT, slots_and_accessors
 
 PACKAGE = "cuda_core"
 ROOT = pathlib.Path(CHECKOUT) / PACKAGE
@@ -27,8 +27,11 @@ ROOT = pathlib.Path(CHECKOUT) / PACKAGE
 # Lowest first.  Names are relative to the package; "" is the package face.
 LAYERS = [
     ("extension", ["_cuda_ffi"]),
-    ("exceptions, loader, error layer, versions", ["_errors", "_loader", "_version"]),
-    ("shared helpers and typing", ["_coerce", "_lifetime", "_read_only", "_slots", "typing"]),
+    (
+        "registration slots, exceptions, loader, error layer, versions",
+        ["_slots", "_errors", "_loader", "_version"],
+    ),
+    ("shared helpers and typing", ["_coerce", "_lifetime", "_read_only", "typing"]),
     ("context", ["_context", "_device_resources", "_host"]),
     (
         "events and streams",
@@ -293,3 +296,198 @@ def test_layer_table_places_modules(module, expected):
 
 def test_an_unknown_module_is_reported():
     assert rank_of("_brand_new_feature") is None
+
+
+# -- one way up: the registration slots of ``_slots`` and nothing else ---------------
+
+SLOTS_MODULE = "_slots"
+
+# Functions of a lower module that higher modules may call to store something
+# there, with the reason each may stay.  Anything else that does so is a
+# registry beside ``_slots`` and fails test_no_registry_beside_the_slots.
+ALLOWED_REGISTRIES = {
+    # Node classes register by driver node type within the graph package
+    # itself (documented beside the slots in docs/architecture.md).
+    ("graph._node_registry", "_register"),
+}
+
+_MUTATORS = {"append", "extend", "update", "add", "insert", "setdefault"}
+
+
+def _module_aliases(module, path, tree, mods):
+    """Map each local name bound to a package module (``import x as y``) to that module."""
+    aliases = {}
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname and a.name.startswith(PACKAGE + ".") and _rel(a.name) in mods:
+                    aliases[a.asname] = _rel(a.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, is_package, node.level, node.module)
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                if full.startswith(PACKAGE + ".") and _rel(full) in mods:
+                    aliases[a.asname or a.name] = _rel(full)
+    return aliases
+
+
+def _other_module(node, aliases, module):
+    """The package module ``node`` (a Name) stands for, if another one than ``module``."""
+    if isinstance(node, ast.Name) and aliases.get(node.id, module) != module:
+        return aliases[node.id]
+    return None
+
+
+def _writes_into_other_modules(module, path, mods):
+    """Yield (line, text) for each write into another package module's namespace.
+
+    Assigning a module attribute (``_errors.hook = f``) or mutating a
+    module-level container through the module (``_context.FACTORIES.append``)
+    are registries; assigning a slot of ``_slots`` is the one allowed form.
+    """
+    tree = ast.parse(path.read_text(), str(path))
+    aliases = _module_aliases(module, path, tree, mods)
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Attribute):
+                owner = target.value
+                while isinstance(owner, ast.Attribute):  # mod.CONTAINER[...] = / mod.a.b =
+                    owner = owner.value
+                other = _other_module(owner, aliases, module)
+                if other is not None and other != SLOTS_MODULE:
+                    yield node.lineno, f"assigns into {_where(other)}"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            inner = node.func.value
+            if node.func.attr in _MUTATORS and isinstance(inner, ast.Attribute):
+                other = _other_module(inner.value, aliases, module)
+                if other is not None:
+                    yield node.lineno, f"mutates {_where(other)}.{inner.attr}"
+
+
+def _registering_functions(path):
+    """Module-level functions that store what they are handed into their module's globals.
+
+    A lazily filled cache stores what it computed; a registry stores an
+    argument (a class, a callback): a store whose value names a parameter of
+    the function (or of a function nested in it, for decorators), or any
+    write through ``globals()``.
+    """
+    tree = ast.parse(path.read_text(), str(path))
+    top = set()
+    for stmt in tree.body:
+        for target in getattr(stmt, "targets", [getattr(stmt, "target", None)]):
+            if isinstance(target, ast.Name):
+                top.add(target.id)
+    found = set()
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        params = {
+            a.arg
+            for f in ast.walk(fn)
+            if isinstance(f, (ast.FunctionDef, ast.Lambda))
+            for a in f.args.posonlyargs
+            + f.args.args
+            + f.args.kwonlyargs
+            + [x for x in (f.args.vararg, f.args.kwarg) if x]
+        }
+        declared = {n for s in ast.walk(fn) if isinstance(s, ast.Global) for n in s.names}
+
+        def handed(value, params=params):
+            # What was handed in itself (a name, or a tuple or list of them),
+            # not something computed from it.
+            if isinstance(value, (ast.Tuple, ast.List)):
+                return bool(value.elts) and all(handed(e) for e in value.elts)
+            return isinstance(value, ast.Name) and value.id in params
+
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "globals":
+                found.add(fn.name)
+            elif isinstance(node, (ast.Assign, ast.AugAssign)) and handed(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id in declared:
+                        found.add(fn.name)
+                    if (
+                        isinstance(target, ast.Subscript)
+                        and getattr(target.value, "id", None) in top
+                    ):
+                        found.add(fn.name)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MUTATORS
+                and getattr(node.func.value, "id", None) in top
+                and any(handed(a) for a in node.args)
+            ):
+                found.add(fn.name)
+    return found
+
+
+def test_no_module_writes_into_another_module():
+    mods = package_modules()
+    bad = [
+        f"{mods[m].relative_to(ROOT.parent)}:{line}: {_where(m)} {what}"
+        for m in mods
+        for line, what in _writes_into_other_modules(m, mods[m], mods)
+    ]
+    assert not bad, (
+        "a higher module stores into a lower one only through a slot of cuda_core._slots "
+        "(see docs/architecture.md):\n" + "\n".join(bad)
+    )
+
+
+def test_no_registry_beside_the_slots():
+    # A lower module's function that stores what a higher module hands it
+    # (a class, a callback) is a registry: use a slot of _slots instead.
+    mods, graph = import_graph()
+    registering = {m: _registering_functions(p) for m, p in mods.items()}
+    bad = []
+    for module, path in mods.items():
+        mine = rank_of(module)
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _rel(_absolute(module, path.name == "__init__.py", node.level, node.module))
+            if base not in registering or base == module:
+                continue
+            for a in node.names:
+                if a.name not in registering[base] or (base, a.name) in ALLOWED_REGISTRIES:
+                    continue
+                if rank_of(base) is not None and mine is not None and rank_of(base) < mine:
+                    bad.append(f"{_where(module)} registers through {_where(base)}.{a.name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_slots_are_read_through_their_accessors():
+    # A slot is filled by assignment and read through its accessor, which
+    # says what an empty slot means; never copied out by ``from ... import``.
+    slots, accessors = slots_and_accessors()
+    mods = package_modules()
+    bad = []
+    for module, path in mods.items():
+        if module == SLOTS_MODULE:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        aliases = _module_aliases(module, path, tree, mods)
+        names = {a for a, m in aliases.items() if m == SLOTS_MODULE}
+        calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == f"{PACKAGE}.{SLOTS_MODULE}":
+                bad.append(f"{_where(module)}:{node.lineno} imports names from _slots")
+            if not (isinstance(node, ast.Attribute) and getattr(node.value, "id", None) in names):
+                continue
+            where = f"{_where(module)}:{node.lineno} _slots.{node.attr}"
+            if isinstance(node.ctx, ast.Store):
+                if node.attr not in slots:
+                    bad.append(f"{where}: not a slot")
+            elif node.attr not in accessors or id(node) not in calls:
+                bad.append(f"{where}: read it through its accessor")
+    assert not bad, "\n".join(bad)

@@ -11,7 +11,7 @@ processes may share.
 
 from __future__ import annotations
 
-from cuda_core._program import _register_cache_support
+import cuda_core._slots as _slots
 from cuda_core.utils._program_cache._file_stream import *  # noqa: F403
 from cuda_core.utils._program_cache._file_stream import __all__ as _file_stream_all
 from cuda_core.utils._program_cache._in_memory import *  # noqa: F403
@@ -25,4 +25,4 @@ __all__ = [*_file_stream_all, *_in_memory_all, *_keys_all, *_resource_all]
 
 # Program.compile(cache=...) sits below this package: hand it the cache type
 # and the key builder.
-_register_cache_support(ProgramCacheResource, make_program_cache_key)  # type: ignore[type-abstract]  # noqa: F405 - _program is annotated separately
+_slots.program_cache = (ProgramCacheResource, make_program_cache_key)  # noqa: F405
