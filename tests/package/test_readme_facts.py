@@ -22,7 +22,7 @@ def _readme():
 
 
 def test_the_example_table_lists_exactly_the_examples():
-    listed = set(re.findall(r"^\| `(\w+\.py)` \|", _readme(), re.MULTILINE))
+    listed = set(re.findall(r"^\| `examples/(\w+\.py)` \|", _readme(), re.MULTILINE))
     present = {f for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".py")}
     assert listed == present
 
