@@ -475,9 +475,9 @@ def _raise_compiler_error(spec: _CompilerErrors, status: int, handle: Any) -> No
     if status == lib.CC_MISSING_SYMBOL:
         raise spec.error(_missing_symbol_message(status), code=int(status), name="MISSING_SYMBOL")
     name = _enum_name(spec.status_type, status, spec.unknown)
-    text = spec.describe(status, name)
+    described = spec.describe(status, name)
     # libNVVM's "error string" is the status name itself: say it once.
-    message = name if text == name else f"{name}: {text}"
+    message = name if described == name else f"{name}: {described}"
     log = None
     if handle is not None:
         text, log_status = read_log(
