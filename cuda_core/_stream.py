@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """CUDA streams: :class:`Stream`, its creation and the conversion of stream-like objects.
 
-A stream is either *owned* (made by :meth:`Device.create_stream
-<cuda_core.Device.create_stream>`; :meth:`Stream.close` destroys it) or
-*borrowed* (wrapping a handle or a foreign object that implements
-``__cuda_stream__``; closing only drops the reference to the foreign owner).
-Its options are in :mod:`cuda_core._stream_options`, the default streams
-in :mod:`cuda_core._default_stream`, and the reading of foreign objects'
-``__cuda_stream__`` in :mod:`cuda_core._stream_protocol`.
+A stream is *owned* (made by :meth:`Device.create_stream
+<cuda_core.Device.create_stream>`, destroyed by :meth:`Stream.close`) or
+*borrowed* (a handle or a ``__cuda_stream__`` object; close drops the owner).
+Options: :mod:`cuda_core._stream_options`; default streams:
+:mod:`cuda_core._default_stream`; ``__cuda_stream__``: :mod:`cuda_core._stream_protocol`.
 """
 
 from __future__ import annotations
@@ -355,8 +353,9 @@ class Stream(ClosedFlag):
             try:
                 if self._h <= _MAX_DEFAULT_HANDLE:  # acts in the current context
                     ctx = _context_of(_current_ctx())
-                else:
+                elif self._kind != _BORROWED:
                     ctx = self._event_context()
+                # A borrowed handle may be gone: cuStreamGetCtx on it would crash.
             except Exception:  # a repr never raises (no driver, a destroyed context)
                 ctx = None
         return 0 if ctx is None else ctx._h
@@ -501,8 +500,7 @@ def _stream_destroy_bound(c_stream: Any) -> int:
     return _cc_stream_destroy_in(_NULL, c_stream)  # type: ignore[no-any-return]
 
 
-#: Finalizer (from ``_stream_finalizer`` and the guards): destroy an unclosed
-#: owned stream in its own context, whatever is current; warn on failure.
+#: Finalizer and guards: destroy an unclosed owned stream in its own context; warn on failure.
 _destroy_stream = destroy_or_warn(_stream_destroy_bound, "cuStreamDestroy (Stream finalizer)")
 
 
@@ -588,16 +586,12 @@ _stream_finalizer = handle_finalizer(lambda stream: _destroy_stream(stream._hand
 
 
 def _release_stream(c_stream: Any, owner: object = None) -> None:
-    """The guard's release of an unclosed owned stream (PyPy, see GUARD_HANDLES).
-
-    ``owner`` (a green context's, bound by the guard) stays alive until then.
-    """
+    """PyPy guard's release of an unclosed owned stream; ``owner`` lives until then."""
     _destroy_stream(c_stream)  # looked up at call time
 
 
-#: The class of open owned streams (Stream and its open twin share one
-#: layout).  An instance is open: close() makes it a Stream; its close() and
-#: sync() skip the closed check (see open_class).
+#: Open owned streams (one layout with Stream; close() makes one a Stream, and
+#: its close() and sync() skip the closed check: see open_class).
 _OpenStream = open_class(
     Stream,
     _stream_finalizer,

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import cuda_core._slots as _slots
 from cuda_core._coerce import as_size as _as_size
-from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._cuda_ffi import lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
 from cuda_core._lifetime import ClosedFlag, open_class, require_open
@@ -127,11 +126,11 @@ class Buffer(BufferExports, ClosedFlag):
     def __reduce__(
         self,
     ) -> tuple[
-        Callable[[MemoryResource, IPCBufferDescriptor], Buffer],
-        tuple[MemoryResource | None, IPCBufferDescriptor],
+        Callable[[type[Buffer], MemoryResource, IPCBufferDescriptor], Buffer],
+        tuple[type[Buffer], MemoryResource | None, IPCBufferDescriptor],
     ]:
         require_open(self._closed, "Buffer")
-        return _reduce_helper, (self._mr, self.ipc_descriptor)
+        return _ipc.reconstruct_buffer, (Buffer, self._mr, self.ipc_descriptor)
 
     @classmethod
     def _init(
@@ -596,16 +595,3 @@ _OpenBuffer = open_class(Buffer, _buffer_finalizer, close=open_buffer_close(Buff
 def _open_buffer_class(cls: type[_B]) -> type[_B]:
     """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
     return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)  # type: ignore[return-value]  # cls is Buffer there
-
-
-def _reduce_helper(mr: MemoryResource, ipc_descriptor: IPCBufferDescriptor) -> Buffer:
-    """Unpickle an IPC buffer: import it through ``mr`` on the default stream."""
-    c_ctx = ffi.new("CUcontext *")
-    status = lib.cuCtxGetCurrent(c_ctx)
-    if status or c_ctx[0] == ffi.NULL:
-        # A spawned process unpickles its arguments before running its
-        # target: bind a context so the default stream can be used.
-        device_id = mr.device_id
-        device = _slots.device_class()
-        (device(device_id) if device_id >= 0 else device()).set_current()
-    return Buffer.from_ipc_descriptor(mr, ipc_descriptor, stream=_default_stream())

@@ -21,6 +21,7 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
+import cuda_core._slots as _slots
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._default_stream import default_stream as _default_stream
@@ -369,6 +370,21 @@ def buffer_from_ipc_descriptor(
 
     # One mapping per (pool, exported pointer) in this process (see _ipc_imports).
     return import_once((pool_mr._h, ipc_descriptor._payload), first, again)
+
+
+def reconstruct_buffer(
+    cls: type[Buffer], mr: MemoryResource, ipc_descriptor: IPCBufferDescriptor
+) -> Buffer:
+    """Unpickle an IPC buffer: import it through ``mr`` on the default stream."""
+    c_ctx = ffi.new("CUcontext *")
+    status = lib.cuCtxGetCurrent(c_ctx)
+    if status or c_ctx[0] == ffi.NULL:
+        # A spawned process unpickles its arguments before running its
+        # target: bind a context so the default stream can be used.
+        device_id = mr.device_id
+        device = _slots.device_class()
+        (device(device_id) if device_id >= 0 else device()).set_current()
+    return buffer_from_ipc_descriptor(cls, mr, ipc_descriptor, _default_stream())
 
 
 def deep_reduce_mempool(

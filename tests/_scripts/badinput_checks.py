@@ -52,9 +52,10 @@ def check_from_handle(ptr, size, mr=None, owner=None, stream=None):
     verdict = args_spec.from_handle_verdict(ptr, size, mr, owner, stream)
     # A Stream is named by its handle: its repr would ask the driver for the
     # context of what may be a made-up handle.
-    shown = repr(stream)
     if isinstance(stream, Stream):
         shown = f"Stream.from_handle({stream.handle:#x})"
+    else:
+        shown = repr(stream)
     call = f"Buffer.from_handle({ptr!r}, {size!r}, mr={mr!r}, owner={owner!r}, stream={shown})"
     try:
         buf = Buffer.from_handle(ptr, size, mr=mr, owner=owner, stream=stream)
