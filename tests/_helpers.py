@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from _scripts.hardening_util import StreamBlocker, run_script
 
-from cuda_core import Buffer, CUDAError, MemoryResource
+from cuda_core import Buffer, CUDAError, ManagedBuffer, MemoryResource
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import ensure_loaded
@@ -144,6 +144,31 @@ class HostMemoryResource(MemoryResource):
 
     @property
     def is_host_accessible(self):
+        return True
+
+
+class CuMemAllocManagedResource(MemoryResource):
+    """A user-defined resource over ``cuMemAllocManaged``, handing out ManagedBuffers."""
+
+    def allocate(self, size, *, stream):
+        out = ffi.new("CUdeviceptr *")
+        check(lib.cuMemAllocManaged(out, size, lib.CU_MEM_ATTACH_GLOBAL))
+        return ManagedBuffer.from_handle(int(out[0]), size, mr=self)
+
+    def deallocate(self, ptr, size, *, stream):
+        stream.sync()
+        check(lib.cuMemFree(ptr))
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def is_managed(self):
         return True
 
 

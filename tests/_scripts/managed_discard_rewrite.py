@@ -25,43 +25,17 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+_TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.dirname(_TESTS), _TESTS]  # the checkout, and tests/ for _helpers
 
 import numpy as np  # noqa: E402
+from _helpers import CuMemAllocManagedResource  # noqa: E402
 
-from cuda_core import Device, Host, ManagedBuffer, MemoryResource  # noqa: E402
-from cuda_core._cuda_ffi import ffi, lib  # noqa: E402
-from cuda_core._errors import check  # noqa: E402
+from cuda_core import Device, Host  # noqa: E402
 from cuda_core._memory import _managed_memory_ops  # noqa: E402
 from cuda_core.utils import discard_batch, prefetch_batch  # noqa: E402
 
 SIZE = 4 << 20
-
-
-class _Managed(MemoryResource):
-    def allocate(self, size, *, stream):
-        out = ffi.new("CUdeviceptr *")
-        check(lib.cuMemAllocManaged(out, size, lib.CU_MEM_ATTACH_GLOBAL))
-        return ManagedBuffer.from_handle(int(out[0]), size, mr=self)
-
-    def deallocate(self, ptr, size, *, stream):
-        check(lib.cuMemFree(ptr))
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
-    def is_managed(self):
-        return True
-
-    @property
-    def device_id(self):
-        return 0
 
 
 def _host(buf):
@@ -82,7 +56,7 @@ def main() -> None:
     dev = Device(0)
     dev.set_current()
     stream = dev.create_stream()
-    mr = _Managed()
+    mr = CuMemAllocManagedResource()
     lost = {"memset": 0, "host": 0, "single": 0}
     t0 = time.monotonic()
     done = 0

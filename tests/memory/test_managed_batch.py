@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import FlagResource
+from _helpers import CuMemAllocManagedResource, FlagResource
 
 import cuda_core._slots as _slots
 from cuda_core import (
@@ -21,7 +21,6 @@ from cuda_core import (
     ManagedBuffer,
     ManagedMemoryResource,
     ManagedMemoryResourceOptions,
-    MemoryResource,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -271,35 +270,6 @@ SIZE = 1 << 20  # whole pages, so each range's last prefetch location is defined
 #: Buffers that are discarded span whole 2 MiB pages of their own (the driver
 #: discards at its page granularity; two 1 MiB buffers may share a 2 MiB page).
 DISCARD_SIZE = 4 << 20
-
-
-class CuMemAllocManagedResource(MemoryResource):
-    """``cuMemAllocManaged`` allocations (the memory the batch calls document)."""
-
-    def allocate(self, size, *, stream):
-        out = ffi.new("CUdeviceptr *")
-        check(lib.cuMemAllocManaged(out, size, lib.CU_MEM_ATTACH_GLOBAL))
-        return ManagedBuffer.from_handle(int(out[0]), size, mr=self)
-
-    def deallocate(self, ptr, size, *, stream):
-        stream.sync()
-        check(lib.cuMemFree(ptr))
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
-    def is_managed(self):
-        return True
-
-    @property
-    def device_id(self):
-        return -1
 
 
 def _range_int(buf, attribute):

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import CuMemAllocManagedResource
 
-from cuda_core import PER_THREAD_DEFAULT_STREAM, Host, ManagedBuffer, MemoryResource
+from cuda_core import PER_THREAD_DEFAULT_STREAM, Host
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _managed_memory_ops
@@ -24,33 +25,6 @@ from cuda_core.utils import discard_batch, prefetch_batch
 
 SIZE = 4 << 20  # whole 2 MiB pages of their own
 REPEATS = 25
-
-
-class _CuMemAllocManaged(MemoryResource):
-    def allocate(self, size, *, stream):
-        out = ffi.new("CUdeviceptr *")
-        check(lib.cuMemAllocManaged(out, size, lib.CU_MEM_ATTACH_GLOBAL))
-        return ManagedBuffer.from_handle(int(out[0]), size, mr=self)
-
-    def deallocate(self, ptr, size, *, stream):
-        stream.sync()
-        check(lib.cuMemFree(ptr))
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
-    def is_managed(self):
-        return True
-
-    @property
-    def device_id(self):
-        return 0
 
 
 def _host(buf):
@@ -107,7 +81,7 @@ def test_writes_after_discard_are_never_lost(device, stream):
     )
     if not flag[0]:
         pytest.skip("the batched managed-memory calls need concurrent managed access")
-    mr = _CuMemAllocManaged()
+    mr = CuMemAllocManagedResource()
     lost = {"memset": 0, "host": 0, "single": 0}
     for _ in range(REPEATS):
         bufs = [mr.allocate(SIZE, stream=stream) for _ in range(4)]

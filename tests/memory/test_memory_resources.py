@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from _helpers import CuMemAllocManagedResource
 
 from cuda_core import (
     Buffer,
@@ -331,31 +332,6 @@ def test_allocation_bad_inputs(device, stream):
     assert info.value.name == "CUDA_ERROR_OUT_OF_MEMORY"
     with pytest.raises(CUDAError):
         LegacyPinnedMemoryResource().allocate(1 << 60)
-
-
-class CuMemAllocManagedResource(MemoryResource):
-    """A user-defined resource over cuMemAllocManaged, returning ManagedBuffers."""
-
-    def allocate(self, size, *, stream):
-        out = ffi.new("CUdeviceptr *")
-        check(lib.cuMemAllocManaged(out, size, lib.CU_MEM_ATTACH_GLOBAL))
-        return ManagedBuffer.from_handle(int(out[0]), size, mr=self)
-
-    def deallocate(self, ptr, size, *, stream):
-        stream.sync()
-        check(lib.cuMemFree(ptr))
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
-    def is_managed(self):
-        return True
 
 
 def _advisable_managed_buffer(stream, size):
