@@ -18,12 +18,12 @@ import warnings
 
 import numpy as np
 import pytest
+from _ipc_setup import ipc_device_pool, run_child
 
 from cuda_core import (
     Buffer,
     CUDAError,
     DeviceMemoryResource,
-    DeviceMemoryResourceOptions,
     PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 )
@@ -32,7 +32,6 @@ from cuda_core._errors import check
 from cuda_core._memory import IPCAllocationHandle, IPCBufferDescriptor, _ipc
 
 SIZE = 1 << 20
-TIMEOUT = 180
 
 
 # --------------------------------------------------------------------------
@@ -148,39 +147,9 @@ def _child_explicit_import(conn, device_id, alloc_handle, desc, expected):
         conn.send({"error": repr(exc)})
 
 
-def _run_child(target, *args):
-    ctx = multiprocessing.get_context("spawn")
-    parent_conn, child_conn = ctx.Pipe()
-    proc = ctx.Process(target=target, args=(child_conn, *args))
-    proc.start()
-    try:
-        if not parent_conn.poll(TIMEOUT):
-            raise AssertionError("the child process did not answer in time")
-        result = parent_conn.recv()
-    finally:
-        proc.join(TIMEOUT)
-        if proc.is_alive():
-            proc.kill()
-    assert "error" not in result, result["error"]
-    assert proc.exitcode == 0
-    return result
-
-
-def _ipc_resource(device):
-    supported = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            supported, lib.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device.device_id
-        )
-    )
-    if not supported[0] & lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
-        pytest.skip("memory pools with POSIX file descriptor handles are not supported here")
-    return DeviceMemoryResource(device, DeviceMemoryResourceOptions(ipc_enabled=True))
-
-
 @pytest.mark.gpu
 def test_ipc_resource_properties(device, stream):
-    mr = _ipc_resource(device)
+    mr = ipc_device_pool(device)
     assert mr.is_ipc_enabled and not mr.is_mapped and mr.is_handle_owned
     assert isinstance(mr.uuid, uuid.UUID)
     handle = mr.allocation_handle
@@ -199,12 +168,12 @@ def test_ipc_resource_properties(device, stream):
 
 @pytest.mark.gpu
 def test_buffer_shared_with_second_process(device, stream):
-    mr = _ipc_resource(device)
+    mr = ipc_device_pool(device)
     buf = mr.allocate(SIZE, stream=stream)
     pattern = (np.arange(SIZE) % 251).astype(np.uint8)
     buf.copy_from(Buffer.from_handle(pattern.ctypes.data, SIZE, owner=pattern), stream=stream)
     stream.sync()
-    result = _run_child(_child_check_and_write, mr, buf, pattern, device.device_id)
+    result = run_child(_child_check_and_write, mr, buf, pattern, device.device_id)
     assert result["matches"], result
     assert result["is_mapped"] and result["buf_mapped"] and result["size"] == SIZE
     assert "mapped" in result["allocate"]
@@ -218,12 +187,12 @@ def test_buffer_shared_with_second_process(device, stream):
 
 @pytest.mark.gpu
 def test_explicit_handle_and_descriptor(device, stream):
-    mr = _ipc_resource(device)
+    mr = ipc_device_pool(device)
     buf = mr.allocate(4096, stream=stream)
     buf.fill(0x3C, stream=stream)
     stream.sync()
     expected = np.full(4096, 0x3C, dtype=np.uint8)
-    result = _run_child(
+    result = run_child(
         _child_explicit_import, device.device_id, mr.allocation_handle, buf.ipc_descriptor, expected
     )
     assert result["matches"] and result["registered"]
@@ -250,7 +219,7 @@ def test_pinned_buffer_shared_with_second_process(device, stream):
     buf = mr.allocate(SIZE, stream=stream)
     pattern = (np.arange(SIZE) % 13).astype(np.uint8)
     np.asarray(buf)[:] = pattern
-    result = _run_child(_child_check_and_write, mr, buf, pattern, device.device_id)
+    result = run_child(_child_check_and_write, mr, buf, pattern, device.device_id)
     assert result["matches"], result
     assert result["is_mapped"] and result["buf_mapped"]
     stream.sync()

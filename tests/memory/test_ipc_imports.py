@@ -15,18 +15,17 @@ IPC-enabled event with timing is refused.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import types
 import uuid
 
 import numpy as np
 import pytest
+from _ipc_setup import ipc_device_pool, run_child
 
 from cuda_core import (
     Buffer,
     CUDAError,
     DeviceMemoryResource,
-    DeviceMemoryResourceOptions,
     EventOptions,
     MemoryResource,
     PinnedMemoryResource,
@@ -39,7 +38,6 @@ from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._stream import _BORROWED, _adopt
 
 SIZE = 1 << 20
-TIMEOUT = 180
 
 
 # --------------------------------------------------------------------------
@@ -279,38 +277,6 @@ def _child_waits_on_event(conn, mr, desc):
         conn.send({"error": repr(exc)})
 
 
-def _run_child(target, *args, send=None):
-    ctx = multiprocessing.get_context("spawn")
-    parent_conn, child_conn = ctx.Pipe()
-    proc = ctx.Process(target=target, args=(child_conn, *args))
-    proc.start()
-    try:
-        if send is not None:
-            parent_conn.send(send)
-        if not parent_conn.poll(TIMEOUT):
-            raise AssertionError("the child process did not answer in time")
-        result = parent_conn.recv()
-    finally:
-        proc.join(TIMEOUT)
-        if proc.is_alive():
-            proc.kill()
-    assert "error" not in result, result["error"]
-    assert proc.exitcode == 0
-    return result
-
-
-def _device_pool(device):
-    supported = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            supported, lib.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device.device_id
-        )
-    )
-    if not supported[0] & lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
-        pytest.skip("memory pools with POSIX file descriptor handles are not supported here")
-    return DeviceMemoryResource(device, DeviceMemoryResourceOptions(ipc_enabled=True))
-
-
 def _pinned_pool(device):
     supported = ffi.new("int *")
     check(
@@ -331,11 +297,11 @@ def _pinned_pool(device):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["device", "pinned"])
 def test_child_imports_one_descriptor_twice(device, stream, kind):
-    mr = _device_pool(device) if kind == "device" else _pinned_pool(device)
+    mr = ipc_device_pool(device) if kind == "device" else _pinned_pool(device)
     buf = mr.allocate(SIZE, stream=stream)
     buf.fill(0x3C, stream=stream)
     stream.sync()
-    report = _run_child(_child_imports_twice, mr, buf.ipc_descriptor, 0x3C)
+    report = run_child(_child_imports_twice, mr, buf.ipc_descriptor, 0x3C)
     for seen in report["rounds"]:
         assert seen == {
             "same": True,
@@ -353,8 +319,8 @@ def test_child_imports_one_descriptor_twice(device, stream, kind):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["device", "pinned"])
 def test_child_maps_a_handle_with_the_wrong_class(device, kind):
-    mr = _device_pool(device) if kind == "device" else _pinned_pool(device)
-    result = _run_child(_child_wrong_class, mr, mr.allocation_handle)
+    mr = ipc_device_pool(device) if kind == "device" else _pinned_pool(device)
+    result = run_child(_child_wrong_class, mr, mr.allocation_handle)
     other = "PinnedMemoryResource" if kind == "device" else "DeviceMemoryResource"
     assert result["raised"] == (
         f"Registry contains a {type(mr).__name__} for uuid {mr.uuid}, but {other} was requested"
@@ -366,11 +332,11 @@ def test_child_maps_a_handle_with_the_wrong_class(device, kind):
 def test_ipc_event_orders_the_child_after_the_parent(device, stream):
     if not device.properties.ipc_event_supported:
         pytest.skip("this device does not support IPC events")
-    mr = _device_pool(device)
+    mr = ipc_device_pool(device)
     buf = mr.allocate(SIZE, stream=stream)
     buf.fill(0x42, stream=stream)
     event = stream.record(options=EventOptions(ipc_enabled=True))
-    report = _run_child(_child_waits_on_event, mr, buf.ipc_descriptor, send=event)
+    report = run_child(_child_waits_on_event, mr, buf.ipc_descriptor, send=event)
     assert report == {"ipc": True, "done": True, "contents": True, "same": True}
     event.close()
     buf.close()

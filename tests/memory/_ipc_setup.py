@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The spawned-child runner and the IPC-enabled device pool shared by the IPC tests."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from cuda_core import DeviceMemoryResource, DeviceMemoryResourceOptions
+from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._errors import check
+
+#: Seconds a spawned child may take to answer and to exit.
+TIMEOUT = 180
+
+
+def run_child(target, *args, send=None):
+    """Run ``target(conn, *args)`` in a spawned process (``send``: one object sent to it first).
+
+    Return the dict the child sends back; fail on its error, a timeout or a bad exit.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    parent_conn, child_conn = ctx.Pipe()
+    proc = ctx.Process(target=target, args=(child_conn, *args))
+    proc.start()
+    try:
+        if send is not None:
+            parent_conn.send(send)
+        if not parent_conn.poll(TIMEOUT):
+            raise AssertionError("the child process did not answer in time")
+        result = parent_conn.recv()
+    finally:
+        proc.join(TIMEOUT)
+        if proc.is_alive():
+            proc.kill()
+    assert "error" not in result, result["error"]
+    assert proc.exitcode == 0
+    return result
+
+
+def ipc_device_pool(device):
+    """An IPC-enabled DeviceMemoryResource on ``device`` (skip where POSIX fds are unsupported)."""
+    supported = ffi.new("int *")
+    check(
+        lib.cuDeviceGetAttribute(
+            supported, lib.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device.device_id
+        )
+    )
+    if not supported[0] & lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
+        pytest.skip("memory pools with POSIX file descriptor handles are not supported here")
+    return DeviceMemoryResource(device, DeviceMemoryResourceOptions(ipc_enabled=True))
