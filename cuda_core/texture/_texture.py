@@ -9,8 +9,9 @@ from typing import Any, NoReturn, TypeVar
 from cuda_core._coerce import check_or_create_options, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._lifetime import open_class
 from cuda_core.texture._base import BoundObject
-from cuda_core.texture._handle import Lifetime
+from cuda_core.texture._handle import bound_finalizer, finish_release, raise_released
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.typing import AddressModeType, FilterModeType, ReadModeType
 
@@ -22,7 +23,10 @@ _E = TypeVar("_E", AddressModeType, FilterModeType, ReadModeType)
 #: ``_karg`` (see ``cuda_core._launcher``).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 
-_cc_tex_object_create = lib.cc_tex_object_create
+_tex_new = lib.cc_tex_object_new
+_tex_release = lib.cc_tex_object_release
+_status = lib.cc_status
+_CLAIM_RELEASED = lib.CC_CLAIM_RELEASED
 
 _ADDRESS_MODES = {
     AddressModeType.WRAP: lib.CU_TR_ADDRESS_MODE_WRAP,
@@ -119,7 +123,7 @@ class TextureObject(BoundObject):
     _factory = "Device.create_texture_object"
     __slots__ = (
         "_handle",
-        "_life",
+        "_pending",
         "_resource",
         "_options",
         "_buffer",
@@ -137,10 +141,8 @@ class TextureObject(BoundObject):
         CUDAError
             If ``cuTexObjectDestroy`` (or releasing the array) failed.
         """
-        self._handle = 0
-        self._resource = None
-        self._buffer = None
-        self._life.close()
+        # An open texture is an instance of _OpenTexture (whose close()
+        # releases); an instance of this class is closed already.
 
     @property
     def _karg(self) -> int:
@@ -156,6 +158,34 @@ class TextureObject(BoundObject):
 setattr(TextureObject, KERNEL_ARG_MARKER, "u64")
 
 
+def _close_open_texture(self: TextureObject) -> None:
+    self._handle = 0
+    self._resource = None
+    self._buffer = None
+    self.__class__ = TextureObject  # closed: no finalizer needed
+    try:
+        value, claim = self._pending.pop()  # one caller releases, even two closing at once
+    except IndexError:
+        return
+    result = _tex_release(value, claim._c_claims)
+    if result:
+        finish_release("cuTexObjectDestroy", result, claim, True)
+
+
+def _release_texture(value: int, c_claims: Any) -> int:
+    # The safety net's release, reading _tex_release when it runs.
+    result: int = _tex_release(value, c_claims)
+    return result
+
+
+#: The class of an open TextureObject: close() above, and the safety net.
+_OpenTexture = open_class(
+    TextureObject,
+    bound_finalizer("cuTexObjectDestroy", _release_texture),
+    close=_close_open_texture,
+)
+
+
 def _create_texture_object(
     resource: object, options: Any, device_id: int, c_ctx: Any = None
 ) -> TextureObject:
@@ -166,25 +196,26 @@ def _create_texture_object(
     """
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
-    opts: TextureObjectOptions = check_or_create_options(
-        TextureObjectOptions, options, "Texture object options"
-    )
-    tex = _texture_desc(opts)
-    res = ffi.new("CUDA_RESOURCE_DESC *")
-    claim, buf = resource._fill(res)
-    out = ffi.new("CUtexObject *")
-    status = _cc_tex_object_create(c_ctx, out, res, tex)
-    if status:
-        if claim is not None:
+    tex = _unchanged_desc(options)
+    if tex is None:
+        options = check_or_create_options(TextureObjectOptions, options, "Texture object options")
+        tex = _texture_desc(options)
+    res, claim, buf = resource._bind()
+    handle = _tex_new(c_ctx, res, tex, claim._c_claims)
+    if not handle:
+        status = _status()
+        if status:
+            if status == _CLAIM_RELEASED:
+                raise_released(claim)
             claim.release()
-        check(status, "cuTexObjectCreate")
-    self = object.__new__(TextureObject)
-    self._handle = int(out[0])
+            check(status, "cuTexObjectCreate")
+    self = _OpenTexture()
+    self._handle = handle
+    self._pending = [(handle, claim)]
     self._resource = resource
-    self._options = opts
+    self._options = options
     self._buffer = buf
     self._device_id = device_id
-    self._life = Lifetime("cuTexObjectDestroy", lib.cuTexObjectDestroy, self._handle, claim)
     return self
 
 
@@ -235,7 +266,8 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
 
     Built once per combination of option values (translating the options
     costs more than the driver call on CPython) and shared: the driver
-    copies it.
+    copies it.  Records ``opts`` for :func:`_unchanged_desc` where its
+    values allow.
     """
     key = _descriptor_key(opts)
     try:
@@ -248,7 +280,82 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
             if len(_DESCRIPTORS) >= _DESCRIPTORS_MAX:
                 _DESCRIPTORS.clear()
             _DESCRIPTORS[key] = tex
+    if key is not None:
+        _remember(opts, tex)
     return tex
+
+
+#: The options object last given (or a stand-in), its field values (each
+#: the very object read then) and its descriptor: see _unchanged_desc.
+_last: tuple[Any, tuple[Any, ...], Any] = (object(), (), None)
+
+#: The types of values that cannot change in place (tuples of them too).
+_IMMUTABLE = frozenset(
+    {str, int, float, bool, type(None), AddressModeType, FilterModeType, ReadModeType}
+)
+
+
+def _unchanged_desc(opts: object) -> Any:
+    """The descriptor of ``opts`` if it is the options object last seen, unchanged; else None.
+
+    Unchanged means that every field holds the very object it held then
+    (all of them immutable, see :func:`_remember`), so the descriptor and
+    the checks made in building it hold as they were: the common case of
+    one options object passed again and again costs a few identity tests
+    instead of a key of its values.
+    """
+    last_opts, values, tex = _last
+    if opts is not last_opts:
+        return None
+    o: Any = opts
+    (mode, filt, read, norm, srgb, trilinear, cube, aniso, mip, bias, lo, hi, color) = values
+    if (
+        o.address_mode is mode
+        and o.filter_mode is filt
+        and o.read_mode is read
+        and o.normalized_coords is norm
+        and o.srgb is srgb
+        and o.disable_trilinear_optimization is trilinear
+        and o.seamless_cubemap is cube
+        and o.max_anisotropy is aniso
+        and o.mipmap_filter_mode is mip
+        and o.mipmap_level_bias is bias
+        and o.min_mipmap_level_clamp is lo
+        and o.max_mipmap_level_clamp is hi
+        and o.border_color is color
+    ):
+        return tex
+    return None
+
+
+def _remember(opts: TextureObjectOptions, tex: Any) -> None:
+    """Record ``opts`` for :func:`_unchanged_desc` if its values cannot change in place."""
+    if type(opts) is not TextureObjectOptions:
+        return
+    values: tuple[Any, ...] = (
+        opts.address_mode,
+        opts.filter_mode,
+        opts.read_mode,
+        opts.normalized_coords,
+        opts.srgb,
+        opts.disable_trilinear_optimization,
+        opts.seamless_cubemap,
+        opts.max_anisotropy,
+        opts.mipmap_filter_mode,
+        opts.mipmap_level_bias,
+        opts.min_mipmap_level_clamp,
+        opts.max_mipmap_level_clamp,
+        opts.border_color,
+    )
+    for value in values:
+        kind = type(value)
+        if kind is tuple:
+            if not all(type(item) in _IMMUTABLE for item in value):
+                return
+        elif kind not in _IMMUTABLE:
+            return
+    global _last
+    _last = (opts, values, tex)
 
 
 def _build_texture_desc(opts: TextureObjectOptions) -> Any:
