@@ -108,8 +108,10 @@ def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) 
             "OpaqueArray must be created with is_surface_load_store=True to be bound as a "
             "SurfaceObject"
         )
-    res, claim, _ = resource._bind()
-    handle = _surf_new(c_ctx, res, claim._c_claims)
+    if not array._handle:
+        array._require_open()
+    claim = array._shared  # taken with the object
+    handle = _surf_new(c_ctx, resource._c_res or resource._fill_array(), claim._c_claims)
     if not handle:
         status = _status()
         if status:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cuda_core._coerce import check_or_create_options, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
@@ -14,6 +14,9 @@ from cuda_core.texture._base import BoundObject
 from cuda_core.texture._handle import bound_finalizer, finish_release, raise_released
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.typing import AddressModeType, FilterModeType, ReadModeType
+
+if TYPE_CHECKING:
+    from cuda_core.texture._handle import Claim
 
 __all__ = ["TextureObject", "TextureObjectOptions"]
 
@@ -196,11 +199,39 @@ def _create_texture_object(
     """
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
-    tex = _unchanged_desc(options)
-    if tex is None:
+    # The options object last seen, unchanged: every field holds the very
+    # (immutable) object it held then, so its descriptor and the checks made
+    # in building it hold as they were (_remember); a few identity tests
+    # instead of a key of the values.
+    o = options
+    last_opts, values, tex = _last
+    if not (
+        o is last_opts
+        and o.address_mode is values[0]
+        and o.filter_mode is values[1]
+        and o.read_mode is values[2]
+        and o.normalized_coords is values[3]
+        and o.srgb is values[4]
+        and o.disable_trilinear_optimization is values[5]
+        and o.seamless_cubemap is values[6]
+        and o.max_anisotropy is values[7]
+        and o.mipmap_filter_mode is values[8]
+        and o.mipmap_level_bias is values[9]
+        and o.min_mipmap_level_clamp is values[10]
+        and o.max_mipmap_level_clamp is values[11]
+        and o.border_color is values[12]
+    ):
         options = check_or_create_options(TextureObjectOptions, options, "Texture object options")
         tex = _texture_desc(options)
-    res, claim, buf = resource._bind()
+    array = resource._array
+    if array is not None:  # what _bind() does, inline for the common case
+        if not array._handle:
+            array._require_open()
+        res = resource._c_res or resource._fill_array()
+        claim: Claim = array._shared
+        buf = None
+    else:
+        res, claim, buf = resource._bind()
     handle = _tex_new(c_ctx, res, tex, claim._c_claims)
     if not handle:
         status = _status()
@@ -266,8 +297,8 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
 
     Built once per combination of option values (translating the options
     costs more than the driver call on CPython) and shared: the driver
-    copies it.  Records ``opts`` for :func:`_unchanged_desc` where its
-    values allow.
+    copies it.  Records ``opts`` as the options last seen where its values
+    allow (:func:`_remember`).
     """
     key = _descriptor_key(opts)
     try:
@@ -286,7 +317,7 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
 
 
 #: The options object last given (or a stand-in), its field values (each
-#: the very object read then) and its descriptor: see _unchanged_desc.
+#: the very object read then) and its descriptor: see _create_texture_object.
 _last: tuple[Any, tuple[Any, ...], Any] = (object(), (), None)
 
 #: The types of values that cannot change in place (tuples of them too).
@@ -295,41 +326,11 @@ _IMMUTABLE = frozenset(
 )
 
 
-def _unchanged_desc(opts: object) -> Any:
-    """The descriptor of ``opts`` if it is the options object last seen, unchanged; else None.
-
-    Unchanged means that every field holds the very object it held then
-    (all of them immutable, see :func:`_remember`), so the descriptor and
-    the checks made in building it hold as they were: the common case of
-    one options object passed again and again costs a few identity tests
-    instead of a key of its values.
-    """
-    last_opts, values, tex = _last
-    if opts is not last_opts:
-        return None
-    o: Any = opts
-    (mode, filt, read, norm, srgb, trilinear, cube, aniso, mip, bias, lo, hi, color) = values
-    if (
-        o.address_mode is mode
-        and o.filter_mode is filt
-        and o.read_mode is read
-        and o.normalized_coords is norm
-        and o.srgb is srgb
-        and o.disable_trilinear_optimization is trilinear
-        and o.seamless_cubemap is cube
-        and o.max_anisotropy is aniso
-        and o.mipmap_filter_mode is mip
-        and o.mipmap_level_bias is bias
-        and o.min_mipmap_level_clamp is lo
-        and o.max_mipmap_level_clamp is hi
-        and o.border_color is color
-    ):
-        return tex
-    return None
-
-
 def _remember(opts: TextureObjectOptions, tex: Any) -> None:
-    """Record ``opts`` for :func:`_unchanged_desc` if its values cannot change in place."""
+    """Record ``opts`` as the options last seen if its values cannot change in place.
+
+    Only then does an unchanged identity of each value mean unchanged values.
+    """
     if type(opts) is not TextureObjectOptions:
         return
     values: tuple[Any, ...] = (
