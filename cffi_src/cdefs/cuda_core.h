@@ -79,8 +79,8 @@ int cc_claim_drop(int *claims);
 CUtexObject cc_tex_object_new(CUcontext ctx, const CUDA_RESOURCE_DESC *res,
                               const CUDA_TEXTURE_DESC *tex, int *claims);
 CUsurfObject cc_surf_object_new(CUcontext ctx, const CUDA_RESOURCE_DESC *res, int *claims);
-int cc_tex_object_release(CUtexObject h, int *claims);
-int cc_surf_object_release(CUsurfObject h, int *claims);
+long long cc_tex_object_release(CUtexObject h, int *claims);
+long long cc_surf_object_release(CUsurfObject h, int *claims);
 
 /* Releases in the owning context (release.c). */
 CUresult cc_free_async_in(CUcontext ctx, CUdeviceptr ptr, CUstream stream);

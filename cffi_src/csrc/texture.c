@@ -40,9 +40,9 @@ static int cc_claim_take(int *claims) {
     return 0;
 }
 
-static int cc_release_result(CUresult r, int *claims) {
+static long long cc_release_result(CUresult r, int *claims) {
     int last = claims == NULL || cc_claim_drop(claims) == 0;
-    return 2 * (int)r + last;
+    return 2 * (long long)r + last; /* wide enough for the CC_* sentinel statuses */
 }
 
 CUtexObject cc_tex_object_new(CUcontext ctx, const CUDA_RESOURCE_DESC *res,
@@ -64,10 +64,10 @@ CUsurfObject cc_surf_object_new(CUcontext ctx, const CUDA_RESOURCE_DESC *res, in
     return r == CUDA_SUCCESS ? h : 0;
 }
 
-int cc_tex_object_release(CUtexObject h, int *claims) {
+long long cc_tex_object_release(CUtexObject h, int *claims) {
     return cc_release_result(cuTexObjectDestroy(h), claims);
 }
 
-int cc_surf_object_release(CUsurfObject h, int *claims) {
+long long cc_surf_object_release(CUsurfObject h, int *claims) {
     return cc_release_result(cuSurfObjectDestroy(h), claims);
 }

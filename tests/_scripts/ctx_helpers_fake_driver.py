@@ -84,7 +84,7 @@ def claim_outcomes(ctx, res, tex, destroys):
             ("tex_release", lambda c: lib.cc_tex_object_release(0x77, c)),
             ("surf_release", lambda c: lib.cc_surf_object_release(0x77, c)),
         ):
-            for destroy in (0, 5):
+            for destroy in (0, 5, 2147418113):  # a CC_* sentinel too
                 os.environ["DESTROY"] = str(destroy)
                 claims = ffi.NULL if claims_before is None else ffi.new("int *", claims_before)
                 destroys.value = 0

@@ -65,7 +65,7 @@ def test_a_failed_priority_query_creates_no_default_stream(outcomes):
             assert row[name] == [0, 0], (name, row)  # the others do not ask
 
 
-@pytest.mark.parametrize("destroy", [0, 5])
+@pytest.mark.parametrize("destroy", [0, 5, 2147418113])  # 5; CC_LIB_NOT_LOADED
 @pytest.mark.parametrize("kind", ["tex", "surf"])
 def test_texture_helpers_take_and_drop_claims(outcomes, kind, destroy):
     row = outcomes["claims"]
