@@ -50,8 +50,16 @@ class SurfaceObject(BoundObject):
         CUDAError
             If ``cuSurfObjectDestroy`` (or releasing the array) failed.
         """
-        # An open surface is an instance of _OpenSurface (whose close()
-        # releases); an instance of this class is closed already.
+        self._handle = 0
+        self._resource = None
+        self.__class__ = SurfaceObject  # closed: the open twin's finalizer is not needed
+        try:
+            value, claim = self._pending.pop()  # one caller releases, even two closing at once
+        except IndexError:
+            return
+        result = _surf_release(value, claim._c_claims)
+        if result:
+            finish_release("cuSurfObjectDestroy", result, claim, True)
 
     @property
     def _karg(self) -> int:
@@ -62,31 +70,14 @@ class SurfaceObject(BoundObject):
 setattr(SurfaceObject, KERNEL_ARG_MARKER, "u64")
 
 
-def _close_open_surface(self: SurfaceObject) -> None:
-    self._handle = 0
-    self._resource = None
-    self.__class__ = SurfaceObject  # closed: no finalizer needed
-    try:
-        value, claim = self._pending.pop()  # one caller releases, even two closing at once
-    except IndexError:
-        return
-    result = _surf_release(value, claim._c_claims)
-    if result:
-        finish_release("cuSurfObjectDestroy", result, claim, True)
-
-
 def _release_surface(value: int, c_claims: Any) -> int:
     # The safety net's release, reading _surf_release when it runs.
     result: int = _surf_release(value, c_claims)
     return result
 
 
-#: The class of an open SurfaceObject: close() above, and the safety net.
-_OpenSurface = open_class(
-    SurfaceObject,
-    bound_finalizer("cuSurfObjectDestroy", _release_surface),
-    close=_close_open_surface,
-)
+#: The class of an open SurfaceObject: SurfaceObject with the safety net.
+_OpenSurface = open_class(SurfaceObject, bound_finalizer("cuSurfObjectDestroy", _release_surface))
 
 
 def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) -> SurfaceObject:

@@ -144,8 +144,17 @@ class TextureObject(BoundObject):
         CUDAError
             If ``cuTexObjectDestroy`` (or releasing the array) failed.
         """
-        # An open texture is an instance of _OpenTexture (whose close()
-        # releases); an instance of this class is closed already.
+        self._handle = 0
+        self._resource = None
+        self._buffer = None
+        self.__class__ = TextureObject  # closed: the open twin's finalizer is not needed
+        try:
+            value, claim = self._pending.pop()  # one caller releases, even two closing at once
+        except IndexError:
+            return
+        result = _tex_release(value, claim._c_claims)
+        if result:
+            finish_release("cuTexObjectDestroy", result, claim, True)
 
     @property
     def _karg(self) -> int:
@@ -161,32 +170,14 @@ class TextureObject(BoundObject):
 setattr(TextureObject, KERNEL_ARG_MARKER, "u64")
 
 
-def _close_open_texture(self: TextureObject) -> None:
-    self._handle = 0
-    self._resource = None
-    self._buffer = None
-    self.__class__ = TextureObject  # closed: no finalizer needed
-    try:
-        value, claim = self._pending.pop()  # one caller releases, even two closing at once
-    except IndexError:
-        return
-    result = _tex_release(value, claim._c_claims)
-    if result:
-        finish_release("cuTexObjectDestroy", result, claim, True)
-
-
 def _release_texture(value: int, c_claims: Any) -> int:
     # The safety net's release, reading _tex_release when it runs.
     result: int = _tex_release(value, c_claims)
     return result
 
 
-#: The class of an open TextureObject: close() above, and the safety net.
-_OpenTexture = open_class(
-    TextureObject,
-    bound_finalizer("cuTexObjectDestroy", _release_texture),
-    close=_close_open_texture,
-)
+#: The class of an open TextureObject: TextureObject with the safety net.
+_OpenTexture = open_class(TextureObject, bound_finalizer("cuTexObjectDestroy", _release_texture))
 
 
 def _create_texture_object(
