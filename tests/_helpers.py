@@ -118,7 +118,26 @@ class FlagResource(MemoryResource):
         return self._flags[3]
 
 
-class HostMemoryResource(MemoryResource):
+class HostOnlyResource(MemoryResource):
+    """Base of the user-defined test resources whose buffers are not device memory.
+
+    Host-accessible, not device-accessible, no device (``device_id`` -1).
+    """
+
+    @property
+    def is_device_accessible(self):
+        return False
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def device_id(self):
+        return -1
+
+
+class HostMemoryResource(HostOnlyResource):
     """A Python memory resource handing out host memory (cffi allocations)."""
 
     def __init__(self, fail_free=False):
@@ -137,14 +156,6 @@ class HostMemoryResource(MemoryResource):
         if self.fail_free:
             raise CUDAError("simulated deallocation failure")
         del self.live[ptr]
-
-    @property
-    def is_device_accessible(self):
-        return False
-
-    @property
-    def is_host_accessible(self):
-        return True
 
 
 class CuMemAllocManagedResource(MemoryResource):

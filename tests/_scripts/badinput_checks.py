@@ -23,26 +23,14 @@ class FakeResource:
     """A stand-in memory resource that frees nothing (for valid ``mr`` arguments)."""
 
     def __new__(cls):
-        from cuda_core import MemoryResource
+        from _helpers import HostOnlyResource
 
-        class Fake(MemoryResource):
+        class Fake(HostOnlyResource):
             def allocate(self, size, *, stream=None):
                 raise NotImplementedError
 
             def deallocate(self, ptr, size, *, stream=None):
                 pass
-
-            @property
-            def is_device_accessible(self):
-                return False
-
-            @property
-            def is_host_accessible(self):
-                return True
-
-            @property
-            def device_id(self):
-                return -1
 
         return Fake()
 
