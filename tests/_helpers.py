@@ -158,6 +158,22 @@ class HostMemoryResource(HostOnlyResource):
         del self.live[ptr]
 
 
+def skip_without_managed_batch(device):
+    """Skip the test where the batched managed-memory calls cannot work on ``device``."""
+    from cuda_core._loader import driver_version
+
+    if driver_version() < 13000:
+        pytest.skip("the batched managed-memory calls need a CUDA 13 driver")
+    flag = ffi.new("int *")
+    check(
+        lib.cuDeviceGetAttribute(
+            flag, lib.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, device.device_id
+        )
+    )
+    if not flag[0]:
+        pytest.skip("the batched managed-memory calls need concurrent managed access")
+
+
 class CuMemAllocManagedResource(MemoryResource):
     """A user-defined resource over ``cuMemAllocManaged``, handing out ManagedBuffers."""
 
