@@ -137,6 +137,18 @@ class HostOnlyResource(MemoryResource):
         return -1
 
 
+class HostAndDeviceResource(MemoryResource):
+    """Base of the user-defined test resources whose buffers both the host and devices access."""
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+
 class HostMemoryResource(HostOnlyResource):
     """A Python memory resource handing out host memory (cffi allocations)."""
 
@@ -174,7 +186,7 @@ def skip_without_managed_batch(device):
         pytest.skip("the batched managed-memory calls need concurrent managed access")
 
 
-class CuMemAllocManagedResource(MemoryResource):
+class CuMemAllocManagedResource(HostAndDeviceResource):
     """A user-defined resource over ``cuMemAllocManaged``, handing out ManagedBuffers."""
 
     def allocate(self, size, *, stream):
@@ -187,14 +199,6 @@ class CuMemAllocManagedResource(MemoryResource):
         check(lib.cuMemFree(ptr))
 
     @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
     def is_managed(self):
         return True
 
@@ -202,20 +206,21 @@ class CuMemAllocManagedResource(MemoryResource):
 # Compiler availability, an NVVM IR sample, and the load check of ObjectCode tests.
 
 
-def _nvvm_available():
+def _loads(name):
+    """Whether the library ``name`` (``"nvrtc"``, ``"nvvm"``) can be loaded here."""
     try:
-        ensure_loaded("nvvm")
+        ensure_loaded(name)
     except Exception:
         return False
     return True
+
+
+def _nvvm_available():
+    return _loads("nvvm")
 
 
 def _nvrtc_available():
-    try:
-        ensure_loaded("nvrtc")
-    except Exception:
-        return False
-    return True
+    return _loads("nvrtc")
 
 
 _DATALAYOUT = (
