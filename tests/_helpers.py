@@ -170,19 +170,20 @@ class HostMemoryResource(HostOnlyResource):
         del self.live[ptr]
 
 
+def device_attribute(device, attr):
+    """The value of the driver's ``CU_DEVICE_ATTRIBUTE_*`` ``attr`` for ``device``."""
+    out = ffi.new("int *")
+    check(lib.cuDeviceGetAttribute(out, attr, device.device_id))
+    return out[0]
+
+
 def skip_without_managed_batch(device):
     """Skip the test where the batched managed-memory calls cannot work on ``device``."""
     from cuda_core._loader import driver_version
 
     if driver_version() < 13000:
         pytest.skip("the batched managed-memory calls need a CUDA 13 driver")
-    flag = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            flag, lib.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, device.device_id
-        )
-    )
-    if not flag[0]:
+    if not device_attribute(device, lib.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS):
         pytest.skip("the batched managed-memory calls need concurrent managed access")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 
 import pytest
+from _helpers import device_attribute
 
 from cuda_core import (
     CUDAError,
@@ -14,8 +15,7 @@ from cuda_core import (
     PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 )
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._cuda_ffi import lib
 
 #: Seconds a spawned child may take to answer and to exit.
 TIMEOUT = 180
@@ -47,26 +47,15 @@ def run_child(target, *args, send=None):
 
 def ipc_device_pool(device):
     """An IPC-enabled DeviceMemoryResource on ``device`` (skip where POSIX fds are unsupported)."""
-    supported = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            supported, lib.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device.device_id
-        )
-    )
-    if not supported[0] & lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
+    handle_types = device_attribute(device, lib.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)
+    if not handle_types & lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
         pytest.skip("memory pools with POSIX file descriptor handles are not supported here")
     return DeviceMemoryResource(device, DeviceMemoryResourceOptions(ipc_enabled=True))
 
 
 def ipc_pinned_pool(device):
     """An IPC-enabled PinnedMemoryResource (skip where such pools are not supported)."""
-    supported = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            supported, lib.CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED, device.device_id
-        )
-    )
-    if not supported[0]:
+    if not device_attribute(device, lib.CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED):
         pytest.skip("host NUMA memory pools are not supported here")
     try:
         return PinnedMemoryResource(PinnedMemoryResourceOptions(ipc_enabled=True))
