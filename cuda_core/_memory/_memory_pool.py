@@ -20,7 +20,7 @@ from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
 from cuda_core._lifetime import ClosedFlag, require_open
 from cuda_core._memory import _ipc
-from cuda_core._memory._buffer import Buffer, _open_buffer_class
+from cuda_core._memory._buffer import Buffer, _open_buffer_maker
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._memory._pool_attributes import _MemPoolAttributes
@@ -72,7 +72,7 @@ class _MemPool(MemoryResource, ClosedFlag):
     _closed: bool
     _state: _OwnedPool | None
     _fast: Any  # CUmemoryPool cdata while allocating is allowed, else None
-    _bcls: type[Buffer]
+    _bcls: Callable[[], Buffer]  # makes an empty open Buffer (see _open_buffer_maker)
 
     def _set_pool(self, c_pool: Any, owned: bool, dev_id: int) -> None:
         """Adopt ``c_pool``; an owned pool is destroyed after close() or, failing that, GC.
@@ -103,7 +103,7 @@ class _MemPool(MemoryResource, ClosedFlag):
         # (None once closed, or for a mapped resource), and the buffer class.
         mapped = self._ipc_data is not None and self._ipc_data.is_mapped
         self._fast = None if mapped else c_pool
-        self._bcls = _open_buffer_class(self._buffer_class)
+        self._bcls = _open_buffer_maker(self._buffer_class)
         self._h = as_int_handle(c_pool)
 
     def _init_create_pool(
@@ -223,7 +223,7 @@ class _MemPool(MemoryResource, ClosedFlag):
         ):
             s, size = self._checked_args(size, stream)  # raises where c_pool is None
             if size == 0:
-                buf: Buffer = self._bcls._from_pool(0, 0, self, s)
+                buf: Buffer = self._buffer_class._from_pool(0, 0, self, s)
                 return buf
         try:
             c_ptr: int = _cc_pool_alloc(size, c_pool, s._handle)
