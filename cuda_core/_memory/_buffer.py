@@ -29,11 +29,11 @@ from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._release import (
     _buffer_finalizer,
     _close_open_buffer,
-    guard_open_buffer,
     _Extra,
     _InlinePool,
     _OwnedPoolRelease,
     _Release,
+    guard_open_buffer,
     open_buffer_close,
 )
 from cuda_core._stream import _as_stream

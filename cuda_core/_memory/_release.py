@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from functools import partial
 import warnings
+from functools import partial
 from typing import TYPE_CHECKING, Any, final
 
 from cuda_core._context import _PRIMARY, call_in_context
