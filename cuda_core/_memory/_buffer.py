@@ -605,15 +605,3 @@ _OpenBuffer = open_class(Buffer, _buffer_finalizer, guarded=True, close=open_buf
 def _open_buffer_class(cls: type[_B]) -> type[_B]:
     """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
     return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer, guarded=True)  # type: ignore[return-value]  # cls is Buffer there
-
-
-def _open_buffer_maker(cls: type[_B]) -> Callable[[], _B]:
-    """What makes a new, empty open Buffer of class ``cls`` for a hot path.
-
-    The open twin itself on CPython; on PyPy a function that also gives the
-    Buffer its guard (see guard_open_buffer).
-    """
-    twin = _open_buffer_class(cls)
-    if GUARD_HANDLES:
-        return lambda: guard_open_buffer(twin())  # type: ignore[return-value]  # twin() is a _B
-    return twin

@@ -17,7 +17,7 @@ from cuda_core import Buffer, CUDAError
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._lifetime import GUARD_HANDLES
 from cuda_core._memory import _release
-from cuda_core._memory._buffer import _open_buffer_maker
+from cuda_core._memory._memory_pool import _open_buffer_maker
 from cuda_core._stream import _BORROWED, _adopt
 
 

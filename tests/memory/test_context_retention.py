@@ -38,7 +38,7 @@ from cuda_core import _stream_release as binding_mod
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._memory import _release
-from cuda_core._memory._buffer import _open_buffer_maker
+from cuda_core._memory._memory_pool import _open_buffer_maker
 from cuda_core._stream import _BORROWED, _BUILTIN, _adopt
 from cuda_core._stream_release import bind_for_release, owning_context
 
