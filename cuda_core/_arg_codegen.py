@@ -186,7 +186,7 @@ def _pypy_source(slots: Sequence[_Slot], arg_items: _ArgItems) -> str:
     n = len(slots)
     runs = _runs(slots, arg_items)
     straight = all(count == 1 for _, count in runs)
-    lines = ["def _pack(c, s, args):"]
+    lines = ["def _pack(c, s, args):", "    st = _tls.st"]
     if n == 0:
         lines.append("    if args:")
         lines.append("        raise _Mismatch")
@@ -197,7 +197,6 @@ def _pypy_source(slots: Sequence[_Slot], arg_items: _ArgItems) -> str:
     else:
         lines.append("    if len(args) != _N:")
         lines.append("        raise _Mismatch")
-    lines.append("    st = _tls.st")
     lines.append("    if st.cap < _SIZE:")
     lines.append("        raise _Mismatch")
     body = []
