@@ -180,20 +180,11 @@ def _breakdown(case, stream, config, kernel, args, total):
         for _ in range(n):
             go(c_blob)
 
-    if _arg_plan._IS_PYPY:
-        st = _arg_plan._thread_state(plan.size)
-        fill = plan.fill
+    pack = plan.pack  # the thread's buffer (PyPy) was made by _packed_arguments
 
-        def pack_only(n):
-            for _ in range(n):
-                fill(st, cfg, s_h, args)
-
-    else:
-        pack = plan.pack
-
-        def pack_only(n):
-            for _ in range(n):
-                pack(cfg, s_h, args)
+    def pack_only(n):
+        for _ in range(n):
+            pack(cfg, s_h, args)
 
     def nothing(stream, config, kernel, *kernel_args):
         return None

@@ -8,8 +8,9 @@ once:
 * ``_pack(c, s, args)`` (CPython) checks the argument types and returns the
   whole blob -- header and values -- packed by precompiled
   ``struct.Struct.pack`` functions;
-* ``_fill(st, c, s, args)`` (PyPy) checks the types (JIT guards) and stores
-  header and values into the thread's buffer through typed cffi pointers.
+* ``_pack(c, s, args)`` (PyPy) checks the types (JIT guards), stores header
+  and values into the thread's buffer through typed cffi pointers and
+  returns that buffer.
 
 Both raise ``_Mismatch`` (or a conversion error) when the arguments do not
 fit, and the launch takes its slow path.  The generated text comes from a
@@ -180,11 +181,12 @@ def _run_loop(start: int, count: int, view: str, index: int, pypy: str) -> List[
 
 
 def _pypy_source(slots: Sequence[_Slot], arg_items: _ArgItems) -> str:
-    """``_fill(st, c, s, args)``: check types, store header and values into ``st``."""
+    """``_pack(c, s, args)``: check types, store header and values into the thread's
+    buffer (``_tls.st``; AttributeError when the thread has none yet) and return it."""
     n = len(slots)
     runs = _runs(slots, arg_items)
     straight = all(count == 1 for _, count in runs)
-    lines = ["def _fill(st, c, s, args):"]
+    lines = ["def _pack(c, s, args):", "    st = _tls.st"]
     if n == 0:
         lines.append("    if args:")
         lines.append("        raise _Mismatch")
@@ -228,4 +230,5 @@ def _pypy_source(slots: Sequence[_Slot], arg_items: _ArgItems) -> str:
     lines.append("    u64[1] = c")
     lines.append("    u64[2] = s")
     lines.extend(body)
+    lines.append("    return st.buf")
     return "\n".join(lines) + "\n"

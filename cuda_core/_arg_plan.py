@@ -17,13 +17,16 @@ for that combination (:mod:`cuda_core._arg_codegen`) and compiled once:
   (``threading.local``) and packing into it, and it is thread-safe as is;
 * on PyPy it checks the types (JIT guards) and stores each value into a
   preallocated per-thread buffer through typed cffi pointers, which the JIT
-  turns into plain stores.
+  turns into plain stores; that buffer is the blob.
+
+Either way the plan's ``pack(cfg_addr, stream_handle, args)`` returns what
+``cc_launch_blob`` takes, so one launch function serves both interpreters.
 
 How each argument type is marshalled is decided in
 :mod:`cuda_core._arg_types`.  When the cached plan does not fit the
-arguments, the launch takes the slow path here (:func:`_slow_pack`,
-:func:`_slow_fill`), which finds or builds the right plan and turns packing
-failures into errors that name the argument.
+arguments, the launch takes the slow path here (:func:`_slow_pack`), which
+finds or builds the right plan and turns packing failures into errors that
+name the argument.
 """
 
 from __future__ import annotations
@@ -84,10 +87,9 @@ class _Plan:
     guarded : bool
         CPython: whether ``pack`` checks the types one by one.
     pack : callable
-        CPython: ``pack(cfg_addr, stream_handle, args) -> bytes`` (the blob).
-    fill : callable
-        PyPy: ``fill(thread_state, cfg_addr, stream_handle, args)`` writes the
-        blob into the thread's buffer.
+        ``pack(cfg_addr, stream_handle, args)`` returns the blob: ``bytes`` on
+        CPython; on PyPy the thread's buffer (``char[]``, valid until the
+        thread's next pack), written in place.
     layout : cdata
         ``cc_arg_layout *``: the kernel, the argument count and the offset of
         each argument in the blob.
@@ -96,8 +98,9 @@ class _Plan:
     slots : list of _Slot
         How each argument is converted.
 
-    ``pack`` and ``fill`` raise (``_Mismatch`` or a conversion error) when the
-    arguments do not fit the plan; the launch then takes the slow path.
+    ``pack`` raises (``_Mismatch`` or a conversion error) when the arguments
+    do not fit the plan, or on PyPy when the thread's buffer is missing or
+    too small; the launch then takes the slow path.
     """
 
     __slots__ = (
@@ -107,7 +110,6 @@ class _Plan:
         "size",
         "guarded",
         "pack",
-        "fill",
         "layout",
         "layout_addr",
         "slots",
@@ -119,8 +121,7 @@ class _Plan:
     nargs: int
     size: int
     guarded: bool
-    pack: Callable[..., bytes]
-    fill: Callable[..., None]
+    pack: Callable[..., Any]  # bytes on CPython, the thread's char[] on PyPy
     layout: Any
     layout_addr: int
     slots: list[_Slot]
@@ -150,7 +151,6 @@ _NO_PLAN.key = None
 _NO_PLAN.full_key = None
 _NO_PLAN.guarded = True
 _NO_PLAN.pack = _never
-_NO_PLAN.fill = _never
 
 
 def _full_key(args: Sequence[Any]) -> tuple[Any, ...]:
@@ -237,10 +237,11 @@ def _build_plan(kernel: Kernel, args: Sequence[Any], full_key: tuple[Any, ...]) 
             namespace[f"_D{i}"] = slot.dtype
         namespace.update(slot.expr_keep)
 
-    plan.pack = plan.fill = _never
+    plan.pack = _never
     if _IS_PYPY:
         plan.guarded = True
-        plan.fill = _compile(_pypy_source(slots, arg_items), namespace, "_fill")
+        namespace["_tls"] = _tls
+        plan.pack = _compile(_pypy_source(slots, arg_items), namespace, "_pack")
         return plan
     # Types checked one by one in the generated code (few arguments), or by
     # one ``list(map(type, args))`` comparison (many); one pack call.
@@ -279,9 +280,14 @@ def _parameter_buffer_size(
 
 def _slow_pack(
     kernel: Kernel, cfg_addr: int | None, stream_h: int, args: Sequence[Any]
-) -> tuple[_Plan, bytes]:
-    """CPython: find or build the plan for ``args`` and pack them (clear errors)."""
+) -> tuple[_Plan, Any]:
+    """Find or build the plan for ``args`` and pack them (clear errors); return ``(plan, blob)``.
+
+    On PyPy the thread's buffer is made (or grown) for the plan first.
+    """
     plan = _get_plan(kernel, args)
+    if _IS_PYPY:
+        _thread_state(plan.size)
     try:
         return plan, plan.pack(cfg_addr, stream_h, args)
     except RuntimeError:
@@ -289,23 +295,6 @@ def _slow_pack(
     except Exception as exc:
         _diagnose(plan, args, exc)
         raise
-
-
-def _slow_fill(
-    kernel: Kernel, st: _ThreadState, cfg_addr: int | None, stream_h: int, args: Sequence[Any]
-) -> tuple[_Plan, _ThreadState]:
-    """PyPy: find or build the plan for ``args`` and fill the thread's buffer."""
-    plan = _get_plan(kernel, args)
-    if st.cap < plan.size:
-        st = _thread_state(plan.size)
-    try:
-        plan.fill(st, cfg_addr, stream_h, args)
-    except RuntimeError:
-        raise
-    except Exception as exc:
-        _diagnose(plan, args, exc)
-        raise
-    return plan, st
 
 
 def _diagnose(plan: _Plan, args: Sequence[Any], exc: Exception) -> NoReturn:
@@ -341,23 +330,17 @@ def _packed_arguments(
 ) -> tuple[_Plan, bytes]:
     """Pack ``args`` for ``kernel`` as a launch would; return ``(plan, blob bytes)``.
 
-    For tests and diagnostics: the same plan and packing code as the launch
-    fast path, without calling the driver.
+    For graph kernel nodes, tests and diagnostics: the same plan and packing
+    code as the launch fast path, without calling the driver.
     """
-    if _IS_PYPY:
-        st = _thread_state(0)
-        plan = kernel._plan
-        try:
-            plan.fill(st, cfg_addr, stream_h, args)
-        except Exception:
-            plan, st = _slow_fill(kernel, st, cfg_addr, stream_h, args)
-        return plan, bytes(ffi.buffer(st.buf, plan.size))
     plan = kernel._plan
     try:
         data = plan.pack(cfg_addr, stream_h, args)
     except Exception:
         plan, data = _slow_pack(kernel, cfg_addr, stream_h, args)
-    return plan, data
+    if _IS_PYPY:  # the thread's buffer: copied out before the next pack reuses it
+        return plan, bytes(ffi.buffer(data, plan.size))
+    return plan, data  # bytes on CPython
 
 
 # --------------------------------------------------------------------------

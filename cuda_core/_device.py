@@ -57,7 +57,7 @@ _facts: dict[
 ] = {}  # (ordinal, what) -> cached value (name, uuid, compute capability)
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
-_cc_current_device = lib.cc_current_device
+_cc_current_device_key = lib.cc_current_device_key
 _cc_event_new_untimed = lib.cc_event_new_untimed
 _cuCtxSetCurrent = lib.cuCtxSetCurrent
 
@@ -114,12 +114,14 @@ class Device(TextureFactories):
     _context: Context  # None until set_current (_has_inited says)
 
     def __new__(cls, device_id: Device | int | None = None) -> Device:
-        # Fast paths: this thread's table exists and the answer is in it.  Any
-        # miss or failure (no table, bad ordinal, no current context: -1) goes
-        # to the checked slow path, which decides and raises.
+        # Fast paths: the answer is in this thread's table (Device(): in
+        # _BY_KEY, under the key the extension gives for this thread and the
+        # current context's device).  Any miss or failure (no table, bad
+        # ordinal, no current context: key -1) goes to the checked slow path,
+        # which decides, raises or fills the tables.
         try:
             if device_id is None:
-                return _tls.devices[_cc_current_device()]  # type: ignore[no-any-return]
+                return _BY_KEY[_cc_current_device_key()]
             if type(device_id) is int:
                 return _tls.devices[device_id]  # type: ignore[no-any-return]
         except (AttributeError, KeyError):
@@ -530,6 +532,7 @@ def _lookup_device(cls: type[Device], device_id: object) -> Device:
             dev_out = _dev_out()
             check(lib.cuCtxGetDevice(dev_out))
             device_id = int(dev_out[0])
+        current = True
     else:
         value = index_or_none(device_id)
         if value is None:
@@ -539,11 +542,46 @@ def _lookup_device(cls: type[Device], device_id: object) -> Device:
         device_id = value
         if device_id < 0:
             raise ValueError(f"device_id must be >= 0, got {device_id}")
+        current = False
     devices = _thread_devices(cls)
     try:
-        return devices[device_id]
+        dev = devices[device_id]
     except KeyError:
         raise ValueError(f"device_id must be within [0, {len(devices)}), got {device_id}") from None
+    if current:
+        _remember_current(dev)
+    return dev
+
+
+#: Device()'s table: ``cc_current_device_key()`` (this thread's number and the
+#: current context's device ordinal) -> this thread's Device of that ordinal.
+#: One process-wide dictionary lookup is cheaper than a thread-local's
+#: (about a fifth of the call on CPython); the thread's ``_tls.device_keys``
+#: removes its entries when the thread ends.
+_BY_KEY: dict[int, Device] = {}
+
+
+class _ThreadKeys(list[int]):
+    """A thread's keys in :data:`_BY_KEY`, removed when the thread's locals go."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        for key in self:
+            _BY_KEY.pop(key, None)
+
+
+def _remember_current(dev: Device) -> None:
+    """Record ``dev`` under this thread's key for the current context (if one is current)."""
+    key = _cc_current_device_key()
+    if key < 0 or (key & 0xFFFFF) != dev._device_id:
+        return  # no current context (Device() gave device 0), or it changed meanwhile
+    try:
+        keys = _tls.device_keys
+    except AttributeError:
+        keys = _tls.device_keys = _ThreadKeys()
+    keys.append(key)
+    _BY_KEY[key] = dev
 
 
 # Stream.device, WorkqueueResource.device, TensorMapDescriptor.device,

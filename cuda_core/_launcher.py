@@ -32,7 +32,7 @@ from __future__ import annotations
 from math import prod
 from typing import TYPE_CHECKING, Any
 
-from cuda_core._arg_plan import _IS_PYPY, _slow_fill, _slow_pack, _thread_state, _tls
+from cuda_core._arg_plan import _slow_pack
 from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import lib
 from cuda_core._errors import check
@@ -49,7 +49,7 @@ __all__ = ["launch"]
 _launch_blob = lib.cc_launch_blob
 
 
-def _launch_cpython(stream: Any, config: Any, kernel: Any, *kernel_args: Any) -> None:
+def _launch(stream: Any, config: Any, kernel: Any, *kernel_args: Any) -> None:
     if type(stream) is not _OpenStream and type(stream) is not Stream:
         stream = _as_stream(stream, check_open=False, for_launch=True)
     try:
@@ -62,41 +62,16 @@ def _launch_cpython(stream: Any, config: Any, kernel: Any, *kernel_args: Any) ->
     if cfg is None or closed:
         cfg = _prepare_launch(config, kernel, stream)
     try:
-        data = plan.pack(cfg, stream._h, kernel_args)
+        blob = plan.pack(cfg, stream._h, kernel_args)  # bytes, or PyPy's thread buffer
     except Exception:
-        plan, data = _slow_pack(kernel, cfg, stream._h, kernel_args)
-    status = _launch_blob(data)
+        plan, blob = _slow_pack(kernel, cfg, stream._h, kernel_args)
+    status = _launch_blob(blob)
     if status:
         check(status, "cuLaunchKernelEx")
 
 
-def _launch_pypy(stream: Any, config: Any, kernel: Any, *kernel_args: Any) -> None:
-    if type(stream) is not _OpenStream and type(stream) is not Stream:
-        stream = _as_stream(stream, check_open=False, for_launch=True)
-    try:
-        cfg = config._fast  # the prepared config's address; None: take the slow path
-        plan = kernel._plan
-        closed = kernel._mod._closed or stream._closed
-    except AttributeError:  # not a LaunchConfig (a dict?) or not a Kernel
-        config, kernel = _check_launch_types(config, kernel)
-        cfg, plan, closed = None, kernel._plan, True
-    if cfg is None or closed:
-        cfg = _prepare_launch(config, kernel, stream)
-    try:
-        st = _tls.st
-    except AttributeError:
-        st = _thread_state(0)
-    try:
-        plan.fill(st, cfg, stream._h, kernel_args)
-    except Exception:
-        plan, st = _slow_fill(kernel, st, cfg, stream._h, kernel_args)
-    status = _launch_blob(st.buf)
-    if status:
-        check(status, "cuLaunchKernelEx")
-
-
-#: The public function is the fast path of the running interpreter itself (no
-#: extra call layer).
+#: The public function is the fast path itself (no extra call layer), typed
+#: and documented here.
 if TYPE_CHECKING:
 
     def launch(
@@ -107,7 +82,7 @@ if TYPE_CHECKING:
     ) -> None: ...
 
 else:
-    launch = _launch_pypy if _IS_PYPY else _launch_cpython
+    launch = _launch
 launch.__name__ = launch.__qualname__ = "launch"
 launch.__doc__ = """Launch ``kernel`` on ``stream`` with ``config`` and ``kernel_args``.
 

@@ -86,7 +86,7 @@ def require_open(closed: bool, what: str) -> None:
         raise RuntimeError(f"{what} is closed; it cannot be used after close()")
 
 
-#: On PyPy the library's own one-handle objects (events, owned streams) keep
+#: On PyPy the library's own one-handle objects (events, owned streams) and Buffers keep
 #: their safety net on a guard, ``ffi.gc(handle, release)`` stored in
 #: ``_guard``, instead of a ``__del__`` on the open twin: PyPy handles each
 #: collected object that has an app-level ``__del__`` through its finalizer

@@ -67,7 +67,7 @@ CUevent cc_event_new_untimed(CUcontext ctx);
 CUstream cc_stream_new(CUcontext ctx);
 intptr_t cc_last_handle(void);
 CUresult cc_status(void);
-int cc_current_device(void);
+long long cc_current_device_key(void);
 CUresult cc_tex_object_create(CUcontext ctx, CUtexObject *out, const CUDA_RESOURCE_DESC *res,
                               const CUDA_TEXTURE_DESC *tex);
 CUresult cc_surf_object_create(CUcontext ctx, CUsurfObject *out, const CUDA_RESOURCE_DESC *res);

@@ -122,9 +122,20 @@ intptr_t cc_last_handle(void) { return cc_last_handle_value; }
    or cc_stream_new. */
 CUresult cc_status(void) { return cc_last_status; }
 
-/* The ordinal of the current context's device, or -1 when there is none or
-   the driver cannot say (the caller then takes its checked path). */
-int cc_current_device(void) {
+/* Device()'s key: the calling thread's number (1, 2, ... in order of first
+   use, never reused) shifted left by 20 bits, or'ed with the ordinal of the
+   current context's device; -1 when there is no current context or the
+   driver cannot say (the caller then takes its checked path).  Device()
+   keys a process-wide table on it: one dictionary lookup instead of a
+   thread-local one. */
+static long long cc_thread_count;
+static __thread long long cc_thread_no;
+
+long long cc_current_device_key(void) {
     CUdevice d = 0;
-    return cuCtxGetDevice(&d) == CUDA_SUCCESS ? (int)d : -1;
+    long long t;
+    if (cuCtxGetDevice(&d) != CUDA_SUCCESS) return -1;
+    t = cc_thread_no;
+    if (t == 0) t = cc_thread_no = __atomic_add_fetch(&cc_thread_count, 1, __ATOMIC_RELAXED);
+    return (t << 20) | (long long)d;
 }

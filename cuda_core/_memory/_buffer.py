@@ -16,7 +16,7 @@ from cuda_core._coerce import as_size as _as_size
 from cuda_core._cuda_ffi import lib
 from cuda_core._default_stream import default_stream as _default_stream
 from cuda_core._errors import check
-from cuda_core._lifetime import ClosedFlag, open_class, require_open
+from cuda_core._lifetime import GUARD_HANDLES, ClosedFlag, open_class, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer_helpers import (
     _as_address,
@@ -33,6 +33,7 @@ from cuda_core._memory._release import (
     _InlinePool,
     _OwnedPoolRelease,
     _Release,
+    guard_open_buffer,
     open_buffer_close,
 )
 from cuda_core._stream import _as_stream
@@ -94,6 +95,7 @@ class Buffer(BufferExports, ClosedFlag):
         "_dstream",
         "_closed",
         "_extra",
+        "_guard",  # an open Buffer's safety net on PyPy (see guard_open_buffer)
         "__weakref__",
     )
     _ptr: int
@@ -103,6 +105,7 @@ class Buffer(BufferExports, ClosedFlag):
     _dstream: Stream
     _closed: bool
     _extra: _Extra | None
+    _guard: Any  # ffi.gc cdata of an open Buffer, on PyPy only (see guard_open_buffer)
     _plain: ClassVar[type[Buffer]]  # on the open twin only (see open_class)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -161,6 +164,8 @@ class Buffer(BufferExports, ClosedFlag):
             elif mr.is_device_accessible:
                 s = _bind(_default_stream())
         self = _open_buffer_class(cls)()
+        if GUARD_HANDLES:
+            guard_open_buffer(self)
         self._ptr = c_ptr
         self._size = size
         self._mr = mr
@@ -188,6 +193,8 @@ class Buffer(BufferExports, ClosedFlag):
         counts the allocation as outstanding until it is freed.
         """
         self = _open_buffer_class(cls)()
+        if GUARD_HANDLES:
+            guard_open_buffer(self)
         self._ptr = c_ptr
         self._size = size
         self._mr = mr
@@ -216,6 +223,8 @@ class Buffer(BufferExports, ClosedFlag):
     ) -> Self:
         """Another Buffer over an imported mapping (see ``_ipc_imports``); its claim is counted."""
         self = _open_buffer_class(cls)()
+        if GUARD_HANDLES:
+            guard_open_buffer(self)
         self._ptr = shared.ptr
         self._size = size
         self._mr = mr
@@ -588,10 +597,11 @@ class Buffer(BufferExports, ClosedFlag):
 
 
 #: The class of open Buffers (Buffer and its open twin share one layout).  An
-#: instance is open: close() makes it a Buffer.
-_OpenBuffer = open_class(Buffer, _buffer_finalizer, close=open_buffer_close(Buffer))
+#: instance is open: close() makes it a Buffer.  On PyPy the twins carry a
+#: guard instead of ``__del__`` (see guard_open_buffer).
+_OpenBuffer = open_class(Buffer, _buffer_finalizer, guarded=True, close=open_buffer_close(Buffer))
 
 
 def _open_buffer_class(cls: type[_B]) -> type[_B]:
     """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
-    return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer)  # type: ignore[return-value]  # cls is Buffer there
+    return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer, guarded=True)  # type: ignore[return-value]  # cls is Buffer there

@@ -18,13 +18,13 @@ from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _PRIMARY, _current_device_id_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, status_in
-from cuda_core._lifetime import ClosedFlag, require_open
+from cuda_core._lifetime import GUARD_HANDLES, ClosedFlag, require_open
 from cuda_core._memory import _ipc
 from cuda_core._memory._buffer import Buffer, _open_buffer_class
 from cuda_core._memory._memory_resource import MemoryResource
 from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._memory._pool_attributes import _MemPoolAttributes
-from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease
+from cuda_core._memory._release import _InlinePool, _OwnedPoolRelease, guard_open_buffer
 from cuda_core._stream import Stream as _Stream
 from cuda_core._stream import _as_stream, _OpenStream
 from cuda_core._stream_release import bind_for_release
@@ -44,6 +44,18 @@ __all__: list[str] = []
 _ULLONG_MAX = (1 << 64) - 1
 _new = object.__new__
 _cc_pool_alloc = lib.cc_pool_alloc
+
+
+def _open_buffer_maker(cls: type[Buffer]) -> Callable[[], Buffer]:
+    """What makes a new, empty open Buffer of class ``cls`` for a hot path.
+
+    The open twin itself on CPython; on PyPy a function that also gives the
+    Buffer its guard (see guard_open_buffer).
+    """
+    twin = _open_buffer_class(cls)
+    if GUARD_HANDLES:
+        return lambda: guard_open_buffer(twin())
+    return twin
 
 
 class _MemPool(MemoryResource, ClosedFlag):
@@ -72,7 +84,7 @@ class _MemPool(MemoryResource, ClosedFlag):
     _closed: bool
     _state: _OwnedPool | None
     _fast: Any  # CUmemoryPool cdata while allocating is allowed, else None
-    _bcls: type[Buffer]
+    _bcls: Callable[[], Buffer]  # makes an empty open Buffer (see _open_buffer_maker)
 
     def _set_pool(self, c_pool: Any, owned: bool, dev_id: int) -> None:
         """Adopt ``c_pool``; an owned pool is destroyed after close() or, failing that, GC.
@@ -103,7 +115,7 @@ class _MemPool(MemoryResource, ClosedFlag):
         # (None once closed, or for a mapped resource), and the buffer class.
         mapped = self._ipc_data is not None and self._ipc_data.is_mapped
         self._fast = None if mapped else c_pool
-        self._bcls = _open_buffer_class(self._buffer_class)
+        self._bcls = _open_buffer_maker(self._buffer_class)
         self._h = as_int_handle(c_pool)
 
     def _init_create_pool(
@@ -223,7 +235,7 @@ class _MemPool(MemoryResource, ClosedFlag):
         ):
             s, size = self._checked_args(size, stream)  # raises where c_pool is None
             if size == 0:
-                buf: Buffer = self._bcls._from_pool(0, 0, self, s)
+                buf: Buffer = self._buffer_class._from_pool(0, 0, self, s)
                 return buf
         try:
             c_ptr: int = _cc_pool_alloc(size, c_pool, s._handle)

@@ -266,14 +266,9 @@ def _pack_args(kernel: Kernel, args: tuple[object, ...]) -> tuple[Any, Any]:
     Uses the launcher's cached argument plan for this kernel and argument
     types; the packed values are copied into storage owned by the caller.
     """
-    if _arg_plan._IS_PYPY:
-        st = _arg_plan._thread_state(0)
-        plan, st = _arg_plan._slow_fill(kernel, st, 0, 0, args)
-        blob = ffi.buffer(st.buf, plan.size)[:]
-    else:
-        plan, blob = _arg_plan._slow_pack(kernel, 0, 0, args)
+    plan, blob = _arg_plan._packed_arguments(kernel, args)
     n = plan.nargs
-    storage = ffi.new("char[]", bytes(blob) or b"\0")
+    storage = ffi.new("char[]", blob or b"\0")
     c_params = ffi.new("void *[]", max(n, 1))
     offsets = plan.layout.offsets
     for i in range(n):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import pickle
 import re
 import threading
@@ -17,6 +18,7 @@ from cuda_core import (
     Device,
     LibraryNotFoundError,
     Stream,
+    _device,
 )
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._device import ComputeCapability
@@ -174,6 +176,30 @@ def test_device_none_means_current_or_zero(device):
     assert Device() is Device(0)
     # No current context: device 0, as the CUDA runtime does.
     assert _run_in_thread(lambda: Device().device_id) == 0
+
+
+@pytest.mark.gpu
+def test_device_none_is_the_calling_threads_object(device):
+    # Device() finds the calling thread's object for the current context's
+    # device, in each thread, however often it is asked.
+    def in_thread():
+        Device(0).set_current()
+        mine = Device(0)
+        return mine, [Device() is mine for _ in range(3)]
+
+    theirs, same = _run_in_thread(in_thread)
+    assert same == [True, True, True]
+    assert theirs is not device
+    assert [Device() is device for _ in range(3)] == [True, True, True]
+
+
+def test_device_keys_of_an_ended_thread_are_dropped():
+    # Device()'s table drops a thread's entries with the thread's locals.
+    keys = _device._ThreadKeys([-5, -6])
+    _device._BY_KEY[-5] = _device._BY_KEY[-6] = object()
+    del keys
+    gc.collect()
+    assert -5 not in _device._BY_KEY and -6 not in _device._BY_KEY
 
 
 @pytest.mark.gpu

@@ -15,8 +15,9 @@ import pytest
 
 from cuda_core import Buffer, CUDAError
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._lifetime import GUARD_HANDLES
 from cuda_core._memory import _release
-from cuda_core._memory._buffer import _OpenBuffer
+from cuda_core._memory._memory_pool import _open_buffer_maker
 from cuda_core._stream import _BORROWED, _adopt
 
 
@@ -34,7 +35,7 @@ def frees(monkeypatch):
 
 
 def _pool_buffer(dstream, ptr=0x1000):
-    buf = _OpenBuffer()
+    buf = _open_buffer_maker(Buffer)()  # with its PyPy guard
     buf._ptr = ptr
     buf._size = 64
     buf._mr = None
@@ -84,3 +85,18 @@ def test_failing_free_raises_and_leaves_the_buffer_closed(frees):
     assert type(buf) is Buffer and buf.is_closed and buf._ptr == 0
     buf.close()  # not freed twice
     assert len(calls) == 1
+
+
+def test_open_buffer_safety_net_goes_with_close(frees):
+    # The open Buffer's safety net: a guard on PyPy (no __del__ there, whose
+    # objects PyPy keeps through one more collection), the open class's
+    # __del__ on CPython.  close() removes it either way.
+    buf = _pool_buffer(_stream(0x10))
+    if GUARD_HANDLES:
+        assert "__del__" not in vars(type(buf)) and buf._guard is not None
+    else:
+        assert "__del__" in vars(type(buf))
+    buf.close()
+    assert type(buf) is Buffer and not hasattr(Buffer, "__del__")
+    assert getattr(buf, "_guard", None) is None
+    assert frees[0] == [(0x1000, ffi.cast("CUstream", 0x10))]
