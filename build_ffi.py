@@ -73,7 +73,15 @@ TYPE_FILES = ("driver_types.h", "driver_enums.h", "driver_structs.h")
 HELPER_FILES = ("dlpack.h", "cuda_core.h")
 BENCH_FILE = "bench.h"
 SOURCES_BEFORE = ("user_objects.c", "loader.c")
-SOURCES_AFTER = ("launch.c", "streams.c", "release.c", "memory.c", "dlpack_exchange.c", "nvml.c")
+SOURCES_AFTER = (
+    "launch.c",
+    "streams.c",
+    "release.c",
+    "memory.c",
+    "dlpack_exchange.c",
+    "nvml.c",
+    "tensor_map.c",
+)
 BENCH_SOURCE = "bench.c"
 LAST_SOURCE = "no_errno.c"
 BENCH_ENV = "CUDA_CORE_BUILD_BENCH"
