@@ -11,8 +11,9 @@ passed to :func:`~cuda_core.launch` by value for a ``const __grid_constant__
 CUtensorMap`` parameter.
 
 Shapes, box sizes and strides are given in the tensor's (row-major) order;
-the driver's arrays are innermost-first, so they are reversed here.  The
-descriptor keeps the viewed object alive.
+the driver's arrays are innermost-first, so they are reversed (in
+``_tensor_map_layout``, with the checks on the view and the one-call tiled
+encode).  The descriptor keeps the viewed object alive.
 
 This module sits below :mod:`cuda_core.utils`: the view class it builds
 views with (for :meth:`TensorMapDescriptor.replace_address`) and the Device
@@ -122,23 +123,11 @@ class TensorMapDescriptorOptions:
     oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE
 
     def __post_init__(self) -> None:
-        (
-            self.box_dim,
-            self.element_strides,
-            self.data_type,
-            self.interleave,
-            self.swizzle,
-            self.l2_promotion,
-            self.oob_fill,
-        ) = _checked_options(
-            self.box_dim,
-            self.element_strides,
-            self.data_type,
-            self.interleave,
-            self.swizzle,
-            self.l2_promotion,
-            self.oob_fill,
+        enums = (self.interleave, self.swizzle, self.l2_promotion, self.oob_fill)
+        self.box_dim, self.element_strides, self.data_type, enums = _checked_options(
+            self.box_dim, self.element_strides, self.data_type, enums
         )
+        self.interleave, self.swizzle, self.l2_promotion, self.oob_fill = enums
 
 
 class TensorMapDescriptor:
@@ -220,21 +209,9 @@ class TensorMapDescriptor:
         CUDAError
             If the driver rejects the descriptor.
         """
-        return _tiled(
-            cls,
-            view,
-            type(view) is _slots.strided_memory_view_if_loaded(),
-            *_coerce_options(
-                box_dim,
-                options,
-                element_strides,
-                data_type,
-                interleave,
-                swizzle,
-                l2_promotion,
-                oob_fill,
-            ),
-        )
+        reuse = type(view) is _slots.strided_memory_view_if_loaded()
+        enums = (interleave, swizzle, l2_promotion, oob_fill)
+        return _tiled_from(cls, view, reuse, box_dim, options, element_strides, data_type, enums)
 
     @classmethod
     def _from_im2col(
@@ -373,75 +350,41 @@ setattr(TensorMapDescriptor, KERNEL_ARG_MARKER, (_MAP_SIZE, 64))
 
 
 def tiled_from_view(
-    view: Any,
-    reuse: bool,
-    box_dim: Any,
-    options: Any,
-    element_strides: Any,
-    data_type: Any,
-    interleave: Any,
-    swizzle: Any,
-    l2_promotion: Any,
-    oob_fill: Any,
+    view: Any, reuse: bool, args: tuple[Any, Any, Any, Any], enums: tuple[Any, Any, Any, Any]
 ) -> TensorMapDescriptor:
-    """``StridedMemoryView.as_tensor_map``: None enumeration arguments mean NONE.
+    """``StridedMemoryView.as_tensor_map``: None enumerations mean NONE.
 
-    ``reuse``: ``view`` is a plain StridedMemoryView, whose driver-order
-    layout may be kept on it (its ``_tma_layout`` slot) for the next call.
+    ``args``: ``(box_dim, options, element_strides, data_type)``; ``enums``:
+    ``(interleave, swizzle, l2_promotion, oob_fill)``.  ``reuse``: ``view``
+    is a plain StridedMemoryView, whose driver-order layout may be kept on
+    it (its ``_tma_layout`` slot) for the next call.
     """
-    if interleave is None:
-        interleave = _INTERLEAVE_NONE
-    if swizzle is None:
-        swizzle = _SWIZZLE_NONE
-    if l2_promotion is None:
-        l2_promotion = _L2_NONE
-    if oob_fill is None:
-        oob_fill = _OOB_NONE
-    if options is None and box_dim is not None:  # _coerce_options' own path, one call less
-        box, estrides, data_type, interleave, swizzle, l2, oob = _checked_options(
-            box_dim, element_strides, data_type, interleave, swizzle, l2_promotion, oob_fill
-        )
-        return _tiled(
-            TensorMapDescriptor, view, reuse, box, estrides, data_type, interleave, swizzle, l2, oob
-        )
-    return _tiled(
-        TensorMapDescriptor,
-        view,
-        reuse,
-        *_coerce_options(
-            box_dim,
-            options,
-            element_strides,
-            data_type,
-            interleave,
-            swizzle,
-            l2_promotion,
-            oob_fill,
-        ),
+    interleave, swizzle, l2, oob = enums
+    enums = (
+        _INTERLEAVE_NONE if interleave is None else interleave,
+        _SWIZZLE_NONE if swizzle is None else swizzle,
+        _L2_NONE if l2 is None else l2,
+        _OOB_NONE if oob is None else oob,
     )
+    return _tiled_from(TensorMapDescriptor, view, reuse, *args, enums)
 
 
 # --------------------------------------------------------------------------
 # Helpers.
 # --------------------------------------------------------------------------
-_Options = tuple[Any, Any, Any, Any, Any, Any, Any, bool]
-
-
 def _checked_options(
-    box_dim: Any,
-    element_strides: Any,
-    data_type: Any,
-    interleave: Any,
-    swizzle: Any,
-    l2: Any,
-    oob: Any,
-) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
-    """The checks and conversions of :class:`TensorMapDescriptorOptions`, in its field order."""
+    box_dim: Any, element_strides: Any, data_type: Any, enums: tuple[Any, Any, Any, Any]
+) -> tuple[Any, Any, Any, tuple[Any, Any, Any, Any]]:
+    """The checks and conversions of :class:`TensorMapDescriptorOptions`, in its field order.
+
+    ``enums``: ``(interleave, swizzle, l2_promotion, oob_fill)``.
+    """
     box = _int_tuple("box_dim", box_dim)
     if element_strides is not None:
         element_strides = _int_tuple("element_strides", element_strides)
     if data_type is not None:
         data_type = _normalize_data_type(data_type)
+    interleave, swizzle, l2, oob = enums
     if (
         type(interleave) is not TensorMapInterleave
         or type(swizzle) is not TensorMapSwizzle
@@ -449,58 +392,48 @@ def _checked_options(
         or type(oob) is not TensorMapOOBFill
     ):
         _check_enums(interleave, swizzle, l2, oob)
-    return box, element_strides, data_type, interleave, swizzle, l2, oob
+    return box, element_strides, data_type, enums
 
 
-def _coerce_options(
+def _tiled_from(
+    cls: type[_T],
+    view: Any,
+    reuse: bool,
     box_dim: Any,
     options: Any,
     element_strides: Any,
     data_type: Any,
-    interleave: Any,
-    swizzle: Any,
-    l2: Any,
-    oob: Any,
-) -> _Options:
-    """Return (box, element strides, data type, the four enums, whether the box may be reused).
+    enums: tuple[Any, Any, Any, Any],
+) -> _T:
+    """Check the options (bundled in ``options``, or one by one), then :func:`_tiled`.
 
-    The box and strides are reusable keys (see ``_tensor_map_layout``) when
-    checked here; options given bundled may have been changed since.
-    :func:`tiled_from_view` takes the path without ``options`` itself.
+    A box and element strides checked here are plain-int tuples, which
+    ``_tensor_map_layout`` may key its packed arrays with; bundled options
+    may have been changed since they were checked.
     """
-    if options is not None:
-        if (
-            box_dim is not None
-            or element_strides is not None
-            or data_type is not None
-            or interleave != _INTERLEAVE_NONE
-            or swizzle != _SWIZZLE_NONE
-            or l2 != _L2_NONE
-            or oob != _OOB_NONE
-        ):
-            raise TypeError(
-                "Specify either options or the individual tensor map arguments, not both"
-            )
-        opts: TensorMapDescriptorOptions = check_or_create_options(
-            TensorMapDescriptorOptions, options, "Tensor map descriptor options"
-        )
-        box, estrides = opts.box_dim, opts.element_strides
-        return (
-            box,
-            estrides,
-            opts.data_type,
-            opts.interleave,
-            opts.swizzle,
-            opts.l2_promotion,
-            opts.oob_fill,
-            _exact_ints(box) and (estrides is None or _exact_ints(estrides)),
-        )
-    if box_dim is None:
-        raise TypeError("box_dim is required unless options is provided")
-    return (
-        *_checked_options(box_dim, element_strides, data_type, interleave, swizzle, l2, oob),
-        True,
+    if options is None:
+        if box_dim is None:
+            raise TypeError("box_dim is required unless options is provided")
+        checked = _checked_options(box_dim, element_strides, data_type, enums)
+        return _tiled(cls, view, reuse, *checked)
+    interleave, swizzle, l2, oob = enums
+    if (
+        box_dim is not None
+        or element_strides is not None
+        or data_type is not None
+        or interleave != _INTERLEAVE_NONE
+        or swizzle != _SWIZZLE_NONE
+        or l2 != _L2_NONE
+        or oob != _OOB_NONE
+    ):
+        raise TypeError("Specify either options or the individual tensor map arguments, not both")
+    opts: TensorMapDescriptorOptions = check_or_create_options(
+        TensorMapDescriptorOptions, options, "Tensor map descriptor options"
     )
+    box, estrides = opts.box_dim, opts.element_strides
+    enums = (opts.interleave, opts.swizzle, opts.l2_promotion, opts.oob_fill)
+    exact = _exact_ints(box) and (estrides is None or _exact_ints(estrides))
+    return _tiled(cls, view, reuse, box, estrides, opts.data_type, enums, exact)
 
 
 def _tiled(
@@ -510,10 +443,7 @@ def _tiled(
     box: Any,
     element_strides: Any,
     data_type: Any,
-    interleave: Any,
-    swizzle: Any,
-    l2: Any,
-    oob: Any,
+    enums: tuple[Any, Any, Any, Any],
     reuse_box: bool = True,
 ) -> _T:
     """Check ``view`` and the checked options; encode a tiled map in one call into the extension."""
@@ -535,6 +465,7 @@ def _tiled(
         layout = _packed_layout(*_byte_layout(view, elem))
         if reuse_layout and data_type is None:
             view._tma_layout = (dtype, elem, rank, layout)
+    interleave, swizzle, l2, oob = enums
     if interleave == _INTERLEAVE_NONE:
         row = box[-1] * elem
         if row % 16:

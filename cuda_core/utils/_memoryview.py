@@ -20,9 +20,9 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import cuda_core._slots as _slots
-import cuda_core._tensor_map as _tensor_map
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
+from cuda_core._tensor_map import tiled_from_view
 from cuda_core.utils._memoryview_exchange import export_capsule, install
 from cuda_core.utils._memoryview_layout import _require_tuple, _StridedLayout
 from cuda_core.utils._memoryview_protocols import (
@@ -415,18 +415,9 @@ class StridedMemoryView:
         :meth:`TensorMapDescriptor._from_tiled
         <cuda_core.TensorMapDescriptor._from_tiled>` for the checks made.
         """
-        return _tensor_map.tiled_from_view(
-            self,
-            type(self) is StridedMemoryView,
-            box_dim,
-            options,
-            element_strides,
-            data_type,
-            interleave,
-            swizzle,
-            l2_promotion,
-            oob_fill,
-        )
+        args = (box_dim, options, element_strides, data_type)
+        enums = (interleave, swizzle, l2_promotion, oob_fill)
+        return tiled_from_view(self, type(self) is StridedMemoryView, args, enums)
 
     def copy_from(
         self, other: Any, stream: Any, allocator: Any = None, blocking: bool | None = None
