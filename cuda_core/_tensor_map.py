@@ -32,8 +32,11 @@ from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._tensor_map_layout import (  # noqa: F401 - helpers re-exported for the tests
+    _BOX_ARRAYS,
     _MAP_SIZE,
+    _WORD_SPAN,
     _box_array,
+    _box_row_error,
     _byte_layout,
     _check_view,
     _checked_box,
@@ -44,6 +47,7 @@ from cuda_core._tensor_map_layout import (  # noqa: F401 - helpers re-exported f
     _exact_ints,
     _im2col_begin,
     _im2col_encode,
+    _kDLCUDA,
     _new_map,
     _packed_layout,
     _require_view_device,
@@ -78,6 +82,7 @@ _T = TypeVar("_T", bound="TensorMapDescriptor")
 #: this (size, alignment) (see ``cuda_core._launcher``).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 _TILED = "TensorMapDescriptor._from_tiled"
+_unpack = ffi.unpack  # bound once: a method looked up per call costs a new bound method
 _INTERLEAVE_NONE = TensorMapInterleave.NONE
 _SWIZZLE_NONE = TensorMapSwizzle.NONE
 _L2_NONE = TensorMapL2Promotion.NONE
@@ -366,7 +371,10 @@ def tiled_from_view(
         _L2_NONE if l2 is None else l2,
         _OOB_NONE if oob is None else oob,
     )
-    return _tiled_from(TensorMapDescriptor, view, reuse, *args, enums)
+    box_dim, options, element_strides, data_type = args
+    return _tiled_from(
+        TensorMapDescriptor, view, reuse, box_dim, options, element_strides, data_type, enums
+    )
 
 
 # --------------------------------------------------------------------------
@@ -414,8 +422,10 @@ def _tiled_from(
     if options is None:
         if box_dim is None:
             raise TypeError("box_dim is required unless options is provided")
-        checked = _checked_options(box_dim, element_strides, data_type, enums)
-        return _tiled(cls, view, reuse, *checked)
+        box, estrides, data_type, enums = _checked_options(
+            box_dim, element_strides, data_type, enums
+        )
+        return _tiled(cls, view, reuse, box, estrides, data_type, enums)
     interleave, swizzle, l2, oob = enums
     if (
         box_dim is not None
@@ -446,12 +456,51 @@ def _tiled(
     enums: tuple[Any, Any, Any, Any],
     reuse_box: bool = True,
 ) -> _T:
-    """Check ``view`` and the checked options; encode a tiled map in one call into the extension."""
+    """Check ``view`` and the checked options; encode a tiled map.
+
+    A view whose layout is kept (and a box already seen) is encoded by one
+    call into the extension that also reads the context: no check on the
+    Python side can fail any more, except those :meth:`__dlpack_device__`
+    makes.  Should anything fail, the long way below runs every check in
+    its order and raises what fails first.
+    """
     _check_view(view)
     status_out, map_out = _scratch()
+    known = view._tma_layout if reuse_layout and data_type is None else None
+    interleave, swizzle, l2, oob = enums
+    if known is not None and reuse_box:
+        dtype, elem, rank, layout = known
+        packed = _BOX_ARRAYS.get(box if element_strides is None else (box, element_strides))
+        if (
+            packed is not None
+            and len(box) == rank
+            and _box_row_error(box, elem, interleave, swizzle) is None
+        ):
+            try:
+                device_type, device_id = view.__dlpack_device__()
+            except Exception:  # raised below, in its turn
+                device_type = None
+            if device_type is not None:
+                expected = device_id if device_type == _kDLCUDA else -1
+                context = lib.cc_tensor_map_encode_tiled_here(
+                    status_out,
+                    expected,
+                    map_out,
+                    dtype,
+                    rank,
+                    view.ptr,
+                    layout,
+                    packed,
+                    interleave,
+                    swizzle,
+                    l2,
+                    oob,
+                )
+                if context:
+                    device_id = status_out[1]
+                    return _tiled_result(cls, view, map_out, context, device_id, rank, dtype, enums)
     context, device_id = _context_and_device(status_out)
     _require_view_device(view, device_id, _TILED)
-    known = view._tma_layout if reuse_layout and data_type is None else None
     if known is None:
         dtype = _resolve_data_type(view, data_type)
         elem = _DATA_TYPE_SIZE[dtype]
@@ -465,19 +514,9 @@ def _tiled(
         layout = _packed_layout(*_byte_layout(view, elem))
         if reuse_layout and data_type is None:
             view._tma_layout = (dtype, elem, rank, layout)
-    interleave, swizzle, l2, oob = enums
-    if interleave == _INTERLEAVE_NONE:
-        row = box[-1] * elem
-        if row % 16:
-            raise ValueError(
-                f"box_dim[{rank - 1}] * element size ({row} bytes) must be a multiple of 16 bytes"
-            )
-        span = _SWIZZLE_SPAN.get(swizzle) if swizzle else None
-        if span is not None and row > span:
-            raise ValueError(
-                f"box_dim[{rank - 1}] * element size ({row} bytes) must not exceed the "
-                f"swizzle span ({span} bytes)"
-            )
+    problem = _box_row_error(box, elem, interleave, swizzle)
+    if problem is not None:
+        raise ValueError(problem)
     if packed is None:
         packed = _box_array(box, element_strides, rank, reuse_box)
     status = lib.cc_tensor_map_encode_tiled(
@@ -485,12 +524,28 @@ def _tiled(
     )
     if status:
         check(status, "cuTensorMapEncodeTiled")
+    return _tiled_result(cls, view, map_out, context, device_id, rank, dtype, enums)
+
+
+def _tiled_result(
+    cls: type[_T],
+    view: Any,
+    map_out: Any,
+    context: int,
+    device_id: int,
+    rank: int,
+    dtype: Any,
+    enums: tuple[Any, Any, Any, Any],
+) -> _T:
+    """The descriptor of a map encoded into ``map_out``."""
+    if context < 0:
+        context += _WORD_SPAN
     self = object.__new__(cls)
-    self._karg = ffi.unpack(map_out, _MAP_SIZE)
+    self._karg = _unpack(map_out, _MAP_SIZE)
     self._storage = self._map = None
     self._source_ref = view.exporting_obj
     self._view_ref = view
     self._context = context
     self._device_id = device_id
-    self._repr_info = ("tiled", rank, dtype, swizzle)
+    self._repr_info = ("tiled", rank, dtype, enums[1])
     return self

@@ -24,6 +24,8 @@ from cuda_core._errors import check
 from cuda_core._memory._dlpack import DLDeviceType
 from cuda_core._tensor_map_types import (
     _DATA_TYPE_SIZE,
+    _SWIZZLE_SPAN,
+    TensorMapInterleave,
     _int_tuple,
     _normalize_data_type,
     _resolve_data_type,
@@ -38,6 +40,7 @@ _kDLCUDA = int(DLDeviceType.kDLCUDA)
 _WORD_SPAN = 1 << 64
 _MAP_SIZE = 128
 _MAP_ALIGN = 128  # CUDA 13 declares CUtensorMap alignas(128) (12.x: 64)
+_INTERLEAVE_NONE = TensorMapInterleave.NONE
 
 #: ``{box (or (box, element strides)): cuuint32_t[2 * rank]}`` in driver
 #: order, for boxes whose checks passed; emptied when it grows past
@@ -161,6 +164,27 @@ def _element_strides(element_strides: Any, rank: int) -> tuple[int, ...]:
         if not 1 <= s <= 8:
             raise ValueError(f"element_strides[{i}] must be in [1, 8], got {s}")
     return strides
+
+
+def _box_row_error(box: Any, elem: int, interleave: Any, swizzle: Any) -> str | None:
+    """What is wrong with the box's innermost row of ``elem``-byte elements, if anything.
+
+    Without interleave the row must be a multiple of 16 bytes, and no wider
+    than the swizzle span.
+    """
+    if interleave != _INTERLEAVE_NONE:
+        return None
+    row = box[-1] * elem
+    rank = len(box)
+    if row % 16:
+        return f"box_dim[{rank - 1}] * element size ({row} bytes) must be a multiple of 16 bytes"
+    span = _SWIZZLE_SPAN.get(swizzle) if swizzle else None
+    if span is not None and row > span:
+        return (
+            f"box_dim[{rank - 1}] * element size ({row} bytes) must not exceed the "
+            f"swizzle span ({span} bytes)"
+        )
+    return None
 
 
 def _exact_ints(values: Any) -> bool:

@@ -30,16 +30,21 @@ CONTEXT = 0x5000
 
 
 class StandIn:
-    """The extension's tensor-map calls: a context on device 0, maps of the call number."""
+    """The extension's tensor-map calls: a context on ``device``, maps of the call number."""
 
-    def __init__(self, ctx=CONTEXT, status=0):
-        self.ctx, self.status, self.encodes = ctx, status, []
+    def __init__(self):
+        self.ctx, self.status, self.device, self.encode_status = CONTEXT, 0, 0, 0
+        self.encodes, self.calls = [], []
 
     def cc_context_device(self, out):
-        out[0], out[1] = self.status, 0
+        self.calls.append("context")
+        out[0], out[1] = self.status, self.device
         return self.ctx
 
     def cc_tensor_map_encode_tiled(self, out, dtype, rank, address, layout, box, *enums):
+        self.calls.append("encode")
+        if self.encode_status:
+            return self.encode_status
         self.encodes.append(
             SimpleNamespace(
                 dtype=dtype,
@@ -54,6 +59,16 @@ class StandIn:
         ffi.memmove(out, bytes([len(self.encodes)]) * 128, 128)
         return 0
 
+    def cc_tensor_map_encode_tiled_here(self, out2, device, out, *encode_args):
+        """As tensor_map.c's: 0 for any failure, else the context."""
+        self.calls.append("here")
+        ctx = self.cc_context_device(out2)
+        if not ctx or out2[0] or (device >= 0 and out2[1] != device):
+            return 0
+        if self.cc_tensor_map_encode_tiled(out, *encode_args):
+            return 0
+        return ctx
+
     def cuTensorMapReplaceAddress(self, tensor_map, address):
         self.replaced = (bytes(ffi.buffer(tensor_map, 128)), int(ffi.cast("intptr_t", address)))
         ffi.memmove(tensor_map, b"\xee" * 128, 128)
@@ -62,15 +77,15 @@ class StandIn:
 
 @pytest.fixture
 def stand_in(monkeypatch):
+    tml._BOX_ARRAYS.clear()  # no box kept from an earlier test
     fake = StandIn()
-    monkeypatch.setattr(tm, "lib", fake)
-    monkeypatch.setattr(tml, "lib", fake)
-    tml._BOX_ARRAYS.clear()
+    for module in (tm, tml):  # both call the extension's tensor-map functions
+        monkeypatch.setattr(module, "lib", fake)
     return fake
 
 
-def device_view(shape=(70, 100), dtype=np.float32, address=ADDRESS):
-    mr = FlagResource(device=True, host=False, managed=False, device_id=0)
+def device_view(shape=(70, 100), dtype=np.float32, address=ADDRESS, device_id=0):
+    mr = FlagResource(device=True, host=False, managed=False, device_id=device_id)
     buf = Buffer.from_handle(address, 1 << 20, mr=mr)
     return StridedMemoryView.from_buffer(buf, shape, dtype=np.dtype(dtype))
 
@@ -147,10 +162,48 @@ def test_view_device_is_checked_on_each_call(stand_in):
     view._buffer.close()
     with pytest.raises(BufferError, match="closed"):
         view.as_tensor_map(box_dim=(16, 32))
-    other = FlagResource(device=True, host=False, managed=False, device_id=1)
-    on_one = StridedMemoryView.from_buffer(
-        Buffer.from_handle(ADDRESS, 1 << 20, mr=other), (70, 100), dtype=np.float32
-    )
+    with pytest.raises(ValueError, match="_from_tiled expects tensor on device 0, got 1"):
+        device_view(device_id=1).as_tensor_map(box_dim=(16, 32))
+
+
+def test_a_seen_box_on_a_kept_layout_is_one_call(stand_in):
+    view = device_view()
+    view.as_tensor_map(box_dim=(16, 32))
+    assert stand_in.calls == ["context", "encode"]
+    stand_in.calls.clear()
+    desc = view.as_tensor_map(box_dim=(16, 32), swizzle=TensorMapSwizzle.SWIZZLE_128B)
+    assert stand_in.calls == ["here", "context", "encode"]
+    assert stand_in.encodes[1].layout_array is stand_in.encodes[0].layout_array
+    assert stand_in.encodes[1].enums == (0, TensorMapSwizzle.SWIZZLE_128B, 0, 0)
+    assert desc._karg == b"\x02" * 128
+    assert (desc._context, desc._device_id) == (CONTEXT, 0)
+    assert repr(desc) == "TensorMapDescriptor(tiled, rank=2, dtype=FLOAT32, swizzle=SWIZZLE_128B)"
+    # A seen box that does not fit this call goes the long way, and fails there.
+    with pytest.raises(ValueError, match="swizzle span"):
+        view.as_tensor_map(box_dim=(16, 32), swizzle=TensorMapSwizzle.SWIZZLE_32B)
+    device_view((64,)).as_tensor_map(box_dim=(32,))
+    with pytest.raises(ValueError, match="box_dim must have 2 elements"):
+        view.as_tensor_map(box_dim=(32,))
+
+
+def test_one_call_failures_are_raised_in_order(stand_in):
+    view = device_view()
+    view.as_tensor_map(box_dim=(16, 32))
+    stand_in.encode_status = lib.CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(CUDAError, match=r"\[cuTensorMapEncodeTiled\]"):
+        view.as_tensor_map(box_dim=(16, 32))
+    stand_in.encode_status = 0
+    stand_in.ctx = 0
+    view._buffer.close()
+    with pytest.raises(RuntimeError, match="requires an active CUDA context"):
+        view.as_tensor_map(box_dim=(16, 32))  # the context first, then the closed Buffer
+    stand_in.ctx = CONTEXT
+    with pytest.raises(BufferError, match="closed"):
+        view.as_tensor_map(box_dim=(16, 32))
+    stand_in.device = 1
+    on_one = device_view(device_id=1)
+    on_one.as_tensor_map(box_dim=(16, 32))
+    stand_in.device = 0
     with pytest.raises(ValueError, match="_from_tiled expects tensor on device 0, got 1"):
         on_one.as_tensor_map(box_dim=(16, 32))
 
