@@ -14,6 +14,8 @@
 # benchmark scripts against both builds (the same measurement code for both).
 # AB_NEW_ONLY=1 times this tree alone (no baseline needed): ROUNDS rounds of
 # run_all.py, for the min / median / max over rounds that RESULTS.md reports.
+# AB_QUICK=1 runs this tree's ab_quick.py (the rows the goals name, a few
+# seconds a process) in place of run_all.py, for both builds.
 set -u
 rounds=${1:-1}; shift
 only=(); for o in "$@"; do only+=(--only "$o"); done
@@ -37,12 +39,20 @@ done
 for r in $(seq 1 "$rounds"); do
   for t in $trees; do
     echo "=== round $r: $t"; s=$SECONDS
+    if [ "${AB_QUICK:-0}" = 1 ]; then
+      for i in "python3 /tmp/cpsite" "pypy3 /tmp/ppsite"; do set -- $i
+        (cd /tmp/$t && BENCH_JSON="/tmp/abjson/$t-$r.jsonl" PYTHONPATH="/tmp/$t:$2" \
+          $pin $1 /tmp/new/benchmarks/ab_quick.py >> /tmp/$t-$r.log 2>&1) || echo "ab_quick $t $1 failed"
+      done
+    else
     (cd /tmp/$t && $pin python3 benchmarks/run_all.py --interp "CPython=python3:/tmp/$t:/tmp/cpsite" \
       --interp "PyPy=pypy3:/tmp/$t:/tmp/ppsite" "${only[@]}" --out /tmp/$t-$r.md \
       --save-json "/tmp/abjson/$t-$r.jsonl" > /tmp/$t-$r.log 2>&1) || echo "run_all $t failed"
+    fi
     tar -cf "$O/ab-rounds.tar" -C /tmp/abjson .
     grep -i "exited\|timed out\|Error" /tmp/$t-$r.log | head -5
     echo "    took $((SECONDS - s)) s"
   done
 done
 cp /tmp/new-1.md "$O/new-1.md" 2>/dev/null
+[ "${AB_QUICK:-0}" = 1 ] && cat /tmp/new-1.log > "$O/new-1.log"

@@ -12,6 +12,15 @@ whole device) at the start, at the peak and at the end, as a table:
   graph, the definition and the Buffer.  The stream is synchronized every
   ``--sync-every`` cycles, so some launches are still running when their
   graph is closed.  At the end every callback must have run once.
+* ``graphs, driver calls only``: the same number of cycles making only the
+  driver calls of a graph that keeps something alive, through the extension
+  with no cuda_core object: create a graph with the kernel node, attach one
+  CUDA user object (whose destructor queues a token nobody holds),
+  instantiate, launch, destroy the executable and the graph.  The driver
+  keeps some host memory for every executable that held a user object and
+  was launched (``tests/_scripts/user_object_launch_rss.c`` shows it
+  without Python); this phase measures that floor, so that the first
+  phase's growth can be read against it.  ``--no-floor`` skips it.
 * ``ipc``: ``--ipc`` cycles (default 10000) between this process and a
   ``spawn`` child: allocate from an IPC-enabled pool, send the buffer's
   descriptor, the child imports it (``Buffer.from_ipc_descriptor``), closes
@@ -153,6 +162,58 @@ def soak_graphs(dev, cycles, sync_every, sample_every, warmup):
         if (i + 1) % sync_every == 0:
             stream.sync()
 
+    seconds, rows = _run_phase(cycle, stream, cycles, sample_every, warmup)
+    if ran[0] != warmup + cycles:
+        raise RuntimeError(f"{ran[0]} of {warmup + cycles} host callbacks ran")
+    stream.close()
+    return seconds, rows
+
+
+def soak_graph_floor(dev, cycles, sync_every, sample_every, warmup):
+    from cuda_core import Program, ProgramOptions
+    from cuda_core._cuda_ffi import ffi, lib
+    from cuda_core._errors import check
+    from cuda_core.graph._attachments import _RELEASE_FN
+
+    arch = "".join(str(i) for i in dev.compute_capability)
+    prog = Program(SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{arch}"))
+    kernel = prog.compile("cubin").get_kernel("bump")
+    stream = dev.create_stream()
+    buf = dev.allocate(4 * ELEMENTS, stream=stream)
+    stream.sync()
+    values = (ffi.new("unsigned long long *", int(buf.handle)), ffi.new("unsigned int *", ELEMENTS))
+    params = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+    params.kern = kernel._handle
+    params.gridDimX = params.gridDimY = params.gridDimZ = 1
+    params.blockDimX, params.blockDimY, params.blockDimZ = ELEMENTS, 1, 1
+    params.kernelParams = arg_array = ffi.new("void *[2]", values)
+    c_stream = ffi.cast("CUstream", int(stream.handle))
+    graph, node = ffi.new("CUgraph *"), ffi.new("CUgraphNode *")
+    exe, uo = ffi.new("CUgraphExec *"), ffi.new("CUuserObject *")
+    no_sync = lib.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
+
+    def cycle(i):
+        check(lib.cuGraphCreate(graph, 0))
+        check(lib.cuGraphAddKernelNode(node, graph[0], ffi.NULL, 0, params))
+        token = ffi.cast("void *", (1 << 62) + i)  # in no table: its release drops nothing
+        check(lib.cuUserObjectCreate(uo, token, _RELEASE_FN, 1, no_sync))
+        check(lib.cuGraphRetainUserObject(graph[0], uo[0], 1, lib.CU_GRAPH_USER_OBJECT_MOVE))
+        check(lib.cuGraphInstantiateWithFlags(exe, graph[0], 0))
+        check(lib.cuGraphLaunch(exe[0], c_stream))
+        check(lib.cuGraphExecDestroy(exe[0]))
+        check(lib.cuGraphDestroy(graph[0]))
+        if (i + 1) % sync_every == 0:
+            stream.sync()
+
+    seconds, rows = _run_phase(cycle, stream, cycles, sample_every, warmup)
+    del arg_array, values
+    buf.close(stream)
+    stream.close()
+    return seconds, rows
+
+
+def _run_phase(cycle, stream, cycles, sample_every, warmup):
+    """Warm up, then run ``cycles`` cycles sampling memory; return (seconds, rows)."""
     for i in range(warmup):  # first-use costs (lazy modules, pool growth) before the start
         cycle(i)
     stream.sync()
@@ -167,9 +228,6 @@ def soak_graphs(dev, cycles, sync_every, sample_every, warmup):
     stream.sync()
     seconds = time.perf_counter() - t0
     tracker.sample(final=True)
-    if ran[0] != warmup + cycles:
-        raise RuntimeError(f"{ran[0]} of {warmup + cycles} host callbacks ran")
-    stream.close()
     return seconds, tracker.rows()
 
 
@@ -270,6 +328,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="2000 graph and 200 IPC cycles")
     ap.add_argument("--graphs", type=int, default=None, help="graph cycles (default 100000)")
     ap.add_argument("--ipc", type=int, default=None, help="IPC cycles (default 10000)")
+    ap.add_argument("--no-floor", action="store_true", help="skip the driver-calls-only phase")
     ap.add_argument("--sync-every", type=int, default=16, help="graph cycles between syncs")
     ap.add_argument("--sample-every", type=int, default=None, help="cycles between samples")
     ap.add_argument(
@@ -291,6 +350,9 @@ def main(argv=None):
         warm = args.warmup if args.warmup is not None else 200
         seconds, rows = soak_graphs(dev, graphs, max(1, args.sync_every), every, warm)
         print_table("graphs", graphs, seconds, rows)
+        if not args.no_floor:
+            seconds, rows = soak_graph_floor(dev, graphs, max(1, args.sync_every), every, warm)
+            print_table("graphs, driver calls only", graphs, seconds, rows)
     if ipc > 0:
         every = args.sample_every or max(1, ipc // 50)
         warm = args.warmup if args.warmup is not None else 20

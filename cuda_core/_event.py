@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import cuda_core._lifetime as _lifetime
 import cuda_core._slots as _slots
 from cuda_core._coerce import as_flag, as_int_handle, check_or_create_options
 from cuda_core._context import (
@@ -37,14 +38,7 @@ from cuda_core._errors import (
     status_in,
     warn_cuda,
 )
-from cuda_core._lifetime import (
-    GUARD_HANDLES,
-    ClosedFlag,
-    handle_finalizer,
-    open_class,
-    open_handle_methods,
-    require_open,
-)
+from cuda_core._lifetime import GUARD_HANDLES, ClosedFlag, open_class, require_open
 
 if TYPE_CHECKING:
     from typing import Callable, ClassVar
@@ -473,7 +467,7 @@ def _event_from_ipc(descriptor: IPCEventDescriptor) -> Event:
 
 
 #: ``__del__`` of open events: _destroy_event is looked up at call time.
-_event_finalizer = handle_finalizer(
+_event_finalizer = _lifetime.handle_finalizer(
     lambda event: _destroy_event(event._handle, primary_handle(event._ctx))
 )
 
@@ -483,15 +477,16 @@ def _release_event(c_event: Any) -> None:
     _destroy_event(c_event)  # looked up at call time
 
 
-#: close() and sync() of the open twins: no closed check (see open_class).
-_OPEN_EVENT_METHODS = open_handle_methods(Event, _cuEventDestroy, _cuEventSynchronize, guarded=True)
 #: The class of open events that are not IPC-enabled (Event and its open twins
-#: share one layout).  An instance is open: close() makes it an Event.
-_OpenEvent = open_class(Event, _event_finalizer, guarded=True, **_OPEN_EVENT_METHODS)
+#: share one layout; their close() and sync() skip the closed check, see
+#: open_class).  An instance is open: close() makes it an Event.
+_OpenEvent = _lifetime.open_handle_class(
+    Event, _event_finalizer, _cuEventDestroy, _cuEventSynchronize
+)
 #: The class of open IPC-enabled events, a second twin: ``type(e) is
 #: _OpenEvent`` then also says "not IPC" (Stream.record's hot path).
-_OpenIpcEvent = open_class(
-    Event, _event_finalizer, variant="ipc", guarded=True, **_OPEN_EVENT_METHODS
+_OpenIpcEvent = _lifetime.open_handle_class(
+    Event, _event_finalizer, _cuEventDestroy, _cuEventSynchronize, variant="ipc"
 )
 
 

@@ -4,7 +4,7 @@
 An object that owns a driver resource is *open* until ``close()``; these
 helpers give it ``with`` support (:class:`Closeable`), the error of a use
 after close (:func:`require_open`), the open/closed class twins behind the
-hot paths (:func:`open_class`, :func:`open_handle_methods`) and the
+hot paths (:func:`open_class`, :func:`open_handle_class`) and the
 finalizer or PyPy guard that releases an object nobody closed
 (:func:`handle_finalizer`, :data:`GUARD_HANDLES`, :func:`drop_guard`).
 """
@@ -32,6 +32,7 @@ __all__ = [
     "drop_guard",
     "handle_finalizer",
     "open_class",
+    "open_handle_class",
     "open_handle_methods",
     "require_open",
 ]
@@ -212,6 +213,24 @@ def open_handle_methods(
             check(status)
 
     return {"close": close_guarded if guarded and GUARD_HANDLES else close, "sync": sync}
+
+
+def open_handle_class(
+    cls: type[_T],
+    finalizer: Callable[[Any], None],
+    destroy: Callable[[Any], int],
+    wait: Callable[[Any], int],
+    *,
+    variant: str = "",
+) -> type[_T]:
+    """Return the guarded open twin of the one-handle class ``cls`` (streams, events).
+
+    :func:`open_class` with ``guarded`` and the hot-path ``close`` and
+    ``sync`` of :func:`open_handle_methods` (``destroy(handle)``,
+    ``wait(handle)``); ``variant`` names a further twin.
+    """
+    methods = open_handle_methods(cls, destroy, wait, guarded=True)
+    return open_class(cls, finalizer, variant=variant, guarded=True, **methods)
 
 
 def handle_finalizer(destroy: Callable[[Any], object]) -> Callable[[Any], None]:

@@ -14,6 +14,7 @@ import warnings
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import cuda_core._lifetime as _lifetime
 import cuda_core._slots as _slots
 from cuda_core._coerce import (
     as_int_handle,
@@ -30,14 +31,7 @@ from cuda_core._context import (
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import CUDAError, check, destroy_or_warn, shown_as
 from cuda_core._event import Event, _new_event, _OpenEvent, _wait_on_stream
-from cuda_core._lifetime import (
-    GUARD_HANDLES,
-    ClosedFlag,
-    handle_finalizer,
-    open_class,
-    open_handle_methods,
-    require_open,
-)
+from cuda_core._lifetime import GUARD_HANDLES, ClosedFlag, open_class, require_open
 from cuda_core._stream_options import (
     _LEAST_PRIORITY,
     StreamOptions,
@@ -582,7 +576,7 @@ def _adopt(
 
 #: ``__del__`` of open owned streams (borrowed and built-in streams own
 #: nothing and are plain Streams): _destroy_stream is looked up at call time.
-_stream_finalizer = handle_finalizer(lambda stream: _destroy_stream(stream._handle))
+_stream_finalizer = _lifetime.handle_finalizer(lambda stream: _destroy_stream(stream._handle))
 
 
 def _release_stream(c_stream: Any, owner: object = None) -> None:
@@ -592,9 +586,6 @@ def _release_stream(c_stream: Any, owner: object = None) -> None:
 
 #: Open owned streams (one layout with Stream; close() makes one a Stream, and
 #: its close() and sync() skip the closed check: see open_class).
-_OpenStream = open_class(
-    Stream,
-    _stream_finalizer,
-    guarded=True,
-    **open_handle_methods(Stream, _cuStreamDestroy, _cuStreamSynchronize, guarded=True),
+_OpenStream = _lifetime.open_handle_class(
+    Stream, _stream_finalizer, _cuStreamDestroy, _cuStreamSynchronize
 )

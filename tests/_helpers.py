@@ -118,7 +118,38 @@ class FlagResource(MemoryResource):
         return self._flags[3]
 
 
-class HostMemoryResource(MemoryResource):
+class HostOnlyResource(MemoryResource):
+    """Base of the user-defined test resources whose buffers are not device memory.
+
+    Host-accessible, not device-accessible, no device (``device_id`` -1).
+    """
+
+    @property
+    def is_device_accessible(self):
+        return False
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def device_id(self):
+        return -1
+
+
+class HostAndDeviceResource(MemoryResource):
+    """Base of the user-defined test resources whose buffers both the host and devices access."""
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+
+class HostMemoryResource(HostOnlyResource):
     """A Python memory resource handing out host memory (cffi allocations)."""
 
     def __init__(self, fail_free=False):
@@ -138,16 +169,25 @@ class HostMemoryResource(MemoryResource):
             raise CUDAError("simulated deallocation failure")
         del self.live[ptr]
 
-    @property
-    def is_device_accessible(self):
-        return False
 
-    @property
-    def is_host_accessible(self):
-        return True
+def device_attribute(device, attr):
+    """The value of the driver's ``CU_DEVICE_ATTRIBUTE_*`` ``attr`` for ``device``."""
+    out = ffi.new("int *")
+    check(lib.cuDeviceGetAttribute(out, attr, device.device_id))
+    return out[0]
 
 
-class CuMemAllocManagedResource(MemoryResource):
+def skip_without_managed_batch(device):
+    """Skip the test where the batched managed-memory calls cannot work on ``device``."""
+    from cuda_core._loader import driver_version
+
+    if driver_version() < 13000:
+        pytest.skip("the batched managed-memory calls need a CUDA 13 driver")
+    if not device_attribute(device, lib.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS):
+        pytest.skip("the batched managed-memory calls need concurrent managed access")
+
+
+class CuMemAllocManagedResource(HostAndDeviceResource):
     """A user-defined resource over ``cuMemAllocManaged``, handing out ManagedBuffers."""
 
     def allocate(self, size, *, stream):
@@ -160,14 +200,6 @@ class CuMemAllocManagedResource(MemoryResource):
         check(lib.cuMemFree(ptr))
 
     @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
     def is_managed(self):
         return True
 
@@ -175,20 +207,21 @@ class CuMemAllocManagedResource(MemoryResource):
 # Compiler availability, an NVVM IR sample, and the load check of ObjectCode tests.
 
 
-def _nvvm_available():
+def _loads(name):
+    """Whether the library ``name`` (``"nvrtc"``, ``"nvvm"``) can be loaded here."""
     try:
-        ensure_loaded("nvvm")
+        ensure_loaded(name)
     except Exception:
         return False
     return True
+
+
+def _nvvm_available():
+    return _loads("nvvm")
 
 
 def _nvrtc_available():
-    try:
-        ensure_loaded("nvrtc")
-    except Exception:
-        return False
-    return True
+    return _loads("nvrtc")
 
 
 _DATALAYOUT = (

@@ -25,10 +25,10 @@ import pytest
 from _scripts import badinput_spec as spec
 from _scripts.badinput_checks import (
     FakeResource,
-    Mem,
     check_fill,
     check_from_handle,
     check_launch,
+    open_mem,
     run_valid,
 )
 from _scripts.hardening_util import compile_kernels, to_host
@@ -194,14 +194,7 @@ def test_buffer_from_handle_against_value_pool():
 # --------------------------------------------------------------------------
 @pytest.fixture
 def mem():
-    if HAVE_GPU:
-        from cuda_core import Device
-
-        dev = Device(0)
-        dev.set_current()
-        m = Mem(dev)
-    else:
-        m = Mem()
+    m = open_mem(HAVE_GPU)
     yield m
     m.close()
 

@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import HostOnlyResource
 from _scripts.hardening_util import compile_kernels, run_scripts
 
 from cuda_core import (
@@ -32,7 +33,6 @@ from cuda_core import (
     LibraryNotFoundError,
     Linker,
     LinkerOptions,
-    MemoryResource,
     ObjectCode,
     PinnedMemoryResource,
     Program,
@@ -180,7 +180,7 @@ def test_buffer_view_close_twice_and_use_after_close():
         _raises_closed(use)
 
 
-class _CountingResource(MemoryResource):
+class _CountingResource(HostOnlyResource):
     """A user resource over fake addresses that counts deallocations."""
 
     def __init__(self):
@@ -191,18 +191,6 @@ class _CountingResource(MemoryResource):
 
     def deallocate(self, ptr, size, *, stream=None):
         self.freed.append((int(ptr), size))
-
-    @property
-    def is_device_accessible(self):
-        return False
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
-    def device_id(self):
-        return -1
 
 
 def test_user_resource_buffer_frees_exactly_once():

@@ -30,10 +30,10 @@ hypothesis = pytest.importorskip("hypothesis")
 from _scripts import badinput_spec as spec  # noqa: E402
 from _scripts.badinput_checks import (  # noqa: E402
     FakeResource,
-    Mem,
     check_fill,
     check_from_handle,
     check_launch,
+    open_mem,
 )
 from _scripts.hardening_util import compile_kernels  # noqa: E402
 from conftest import gpu_status  # noqa: E402
@@ -230,14 +230,7 @@ def test_buffer_from_handle_properties(ptr, size, which):
 # --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def mem():
-    if HAVE_GPU:
-        from cuda_core import Device
-
-        dev = Device(0)
-        dev.set_current()
-        m = Mem(dev)
-    else:
-        m = Mem()
+    m = open_mem(HAVE_GPU)
     yield m
     m.close()
 

@@ -19,8 +19,10 @@ hierarchy must be synchronized by the caller.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+import inspect
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._coerce import as_int_handle
 from cuda_core._cuda_ffi import ffi, lib
@@ -37,25 +39,48 @@ from cuda_core.graph._node_registry import _register
 
 if TYPE_CHECKING:
     import os
+    from typing import Concatenate, ParamSpec
 
-    from cuda_core._device import Device
-    from cuda_core._event import Event
-    from cuda_core._kernel import Kernel
-    from cuda_core._launch_config import LaunchConfig
-    from cuda_core._memory._buffer import Buffer
-    from cuda_core.graph._child_graph_node import ChildGraphNode
-    from cuda_core.graph._conditional_nodes import IfElseNode, IfNode, SwitchNode, WhileNode
-    from cuda_core.graph._event_nodes import EventRecordNode, EventWaitNode
     from cuda_core.graph._graph import Graph
     from cuda_core.graph._graph_condition import GraphCondition
     from cuda_core.graph._graph_node import EmptyNode
     from cuda_core.graph._graph_options import GraphCompleteOptions
-    from cuda_core.graph._host_callback_node import HostCallbackNode
-    from cuda_core.graph._kernel_node import KernelNode
-    from cuda_core.graph._memory_nodes import AllocNode, FreeNode, MemcpyNode, MemsetNode
-    from cuda_core.graph._types import GraphMemoryType
 
 __all__ = ["GraphDefinition"]
+
+_R = TypeVar("_R")
+if TYPE_CHECKING:
+    _P = ParamSpec("_P")
+
+
+def _entry_builder(
+    builder: Callable[Concatenate[GraphNode, _P], _R], doc: str
+) -> Callable[Concatenate[GraphDefinition, _P], _R]:
+    """Return the :class:`GraphDefinition` method calling ``builder`` on the entry node.
+
+    The method adds the node ``builder`` adds, without dependencies.  It has
+    the builder's signature and annotations (for :func:`inspect.signature`
+    and the API reference), so they are written once, and its own docstring
+    ``doc``.  It calls a copy of the builder that bears its own name, so that
+    an argument error names ``GraphDefinition.<method>()``.
+    """
+    name = builder.__name__
+    qualname = f"GraphDefinition.{name}"
+    build = types.FunctionType(
+        builder.__code__, builder.__globals__, name, builder.__defaults__, builder.__closure__
+    )
+    build.__kwdefaults__ = builder.__kwdefaults__
+    build.__qualname__ = qualname
+
+    def method(self: GraphDefinition, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return build(self._entry, *args, **kwargs)  # type: ignore[no-any-return]
+
+    method.__name__ = name
+    method.__qualname__ = qualname
+    method.__doc__ = doc
+    method.__annotations__ = dict(builder.__annotations__)
+    method.__signature__ = inspect.signature(builder)  # type: ignore[attr-defined]
+    return method
 
 
 # Registered for the nodes, which make views of definitions (conditional
@@ -225,78 +250,55 @@ class GraphDefinition(Closeable):
     # ------------------------------------------------------------------
     # Entry-node builders.
     # ------------------------------------------------------------------
-    def allocate(
-        self,
-        size: int,
-        *,
-        device: Device | int | None = None,
-        memory_type: GraphMemoryType | str = "device",
-        peer_access: Iterable[Device | int] | None = None,
-    ) -> AllocNode:
+    allocate = _entry_builder(
+        GraphNode.allocate,
         """Add an allocation node without dependencies (see :meth:`GraphNode.allocate`).
 
         Returns
         -------
         AllocNode
-        """
-        return self._entry.allocate(
-            size, device=device, memory_type=memory_type, peer_access=peer_access
-        )
+        """,
+    )
 
-    def deallocate(self, dptr: int) -> FreeNode:
+    deallocate = _entry_builder(
+        GraphNode.deallocate,
         """Add a free node without dependencies (see :meth:`GraphNode.deallocate`).
 
         Returns
         -------
         FreeNode
-        """
-        return self._entry.deallocate(dptr)
+        """,
+    )
 
-    def memset(
-        self,
-        dst: Buffer | int,
-        value: Any,
-        width: int,
-        height: int = 1,
-        pitch: int = 0,
-        *,
-        dst_owner: object = None,
-    ) -> MemsetNode:
+    memset = _entry_builder(
+        GraphNode.memset,
         """Add a memset node without dependencies (see :meth:`GraphNode.memset`).
 
         Returns
         -------
         MemsetNode
-        """
-        return self._entry.memset(dst, value, width, height, pitch, dst_owner=dst_owner)
+        """,
+    )
 
-    def memcpy(
-        self,
-        dst: Buffer | int,
-        src: Buffer | int,
-        size: int,
-        *,
-        dst_owner: object = None,
-        src_owner: object = None,
-    ) -> MemcpyNode:
+    memcpy = _entry_builder(
+        GraphNode.memcpy,
         """Add a memcpy node without dependencies (see :meth:`GraphNode.memcpy`).
 
         Returns
         -------
         MemcpyNode
-        """
-        return self._entry.memcpy(dst, src, size, dst_owner=dst_owner, src_owner=src_owner)
+        """,
+    )
 
-    def launch(
-        self, config: LaunchConfig | dict[str, Any], kernel: Kernel, *args: Any
-    ) -> KernelNode:
+    launch = _entry_builder(
+        GraphNode.launch,
         """Add a kernel node without dependencies (see :meth:`GraphNode.launch`).
 
         Returns
         -------
         KernelNode
-        """
-        return self._entry.launch(config, kernel, *args)
+        """,
+    )
 
     def empty(self) -> EmptyNode:
         """Add an empty node without dependencies.
@@ -316,43 +318,45 @@ class GraphDefinition(Closeable):
         """
         return self._entry.join(*nodes)
 
-    def embed(self, child: GraphDefinition) -> ChildGraphNode:
+    embed = _entry_builder(
+        GraphNode.embed,
         """Add a child graph node without dependencies (see :meth:`GraphNode.embed`).
 
         Returns
         -------
         ChildGraphNode
-        """
-        return self._entry.embed(child)
+        """,
+    )
 
-    def record(self, event: Event) -> EventRecordNode:
+    record = _entry_builder(
+        GraphNode.record,
         """Add an event record node without dependencies.
 
         Returns
         -------
         EventRecordNode
-        """
-        return self._entry.record(event)
+        """,
+    )
 
-    def wait(self, event: Event) -> EventWaitNode:
+    wait = _entry_builder(
+        GraphNode.wait,
         """Add an event wait node without dependencies.
 
         Returns
         -------
         EventWaitNode
-        """
-        return self._entry.wait(event)
+        """,
+    )
 
-    def callback(
-        self, fn: Callable[..., Any], *, user_data: int | bytes | None = None
-    ) -> HostCallbackNode:
+    callback = _entry_builder(
+        GraphNode.callback,
         """Add a host callback node without dependencies (see :meth:`GraphNode.callback`).
 
         Returns
         -------
         HostCallbackNode
-        """
-        return self._entry.callback(fn, user_data=user_data)
+        """,
+    )
 
     def create_condition(self, default_value: int | None = None) -> GraphCondition:
         """Create a condition variable for conditional nodes of this graph.
@@ -379,41 +383,45 @@ class GraphDefinition(Closeable):
         value, flags = _condition_args(default_value)
         return _create_condition(self._graph, _ctx(), value, flags)
 
-    def if_then(self, condition: GraphCondition) -> IfNode:
+    if_then = _entry_builder(
+        GraphNode.if_then,
         """Add an ``if`` node without dependencies (see :meth:`GraphNode.if_then`).
 
         Returns
         -------
         IfNode
-        """
-        return self._entry.if_then(condition)
+        """,
+    )
 
-    def if_else(self, condition: GraphCondition) -> IfElseNode:
+    if_else = _entry_builder(
+        GraphNode.if_else,
         """Add an ``if``/``else`` node without dependencies.
 
         Returns
         -------
         IfElseNode
-        """
-        return self._entry.if_else(condition)
+        """,
+    )
 
-    def while_loop(self, condition: GraphCondition) -> WhileNode:
+    while_loop = _entry_builder(
+        GraphNode.while_loop,
         """Add a ``while`` node without dependencies.
 
         Returns
         -------
         WhileNode
-        """
-        return self._entry.while_loop(condition)
+        """,
+    )
 
-    def switch(self, condition: GraphCondition, count: int) -> SwitchNode:
+    switch = _entry_builder(
+        GraphNode.switch,
         """Add a ``switch`` node without dependencies.
 
         Returns
         -------
         SwitchNode
-        """
-        return self._entry.switch(condition, count)
+        """,
+    )
 
     # ------------------------------------------------------------------
     # Whole-graph operations.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from _scripts import badinput_args as args_spec
 from _scripts import badinput_spec as spec
 
-from cuda_core import Buffer, LibraryNotFoundError, Stream, launch
+from cuda_core import Buffer, Device, LibraryNotFoundError, Stream, launch
 
 __all__ = [
     "FakeResource",
@@ -15,6 +15,7 @@ __all__ = [
     "check_fill",
     "check_from_handle",
     "check_launch",
+    "open_mem",
     "run_valid",
 ]
 
@@ -23,26 +24,14 @@ class FakeResource:
     """A stand-in memory resource that frees nothing (for valid ``mr`` arguments)."""
 
     def __new__(cls):
-        from cuda_core import MemoryResource
+        from _helpers import HostOnlyResource
 
-        class Fake(MemoryResource):
+        class Fake(HostOnlyResource):
             def allocate(self, size, *, stream=None):
                 raise NotImplementedError
 
             def deallocate(self, ptr, size, *, stream=None):
                 pass
-
-            @property
-            def is_device_accessible(self):
-                return False
-
-            @property
-            def is_host_accessible(self):
-                return True
-
-            @property
-            def device_id(self):
-                return -1
 
         return Fake()
 
@@ -106,6 +95,15 @@ class Mem:
             self.stream.close()
 
 
+def open_mem(on_gpu):
+    """A Mem on device 0 (made current) when ``on_gpu``, else over fake addresses."""
+    if not on_gpu:
+        return Mem()
+    dev = Device(0)
+    dev.set_current()
+    return Mem(dev)
+
+
 def run_valid(m, fn):
     """Run a call that must be accepted: on the GPU it works, without one it
     fails only for the missing driver."""
@@ -122,8 +120,24 @@ def run_valid(m, fn):
 def check_fill(m, buf, value):
     verdict = args_spec.fill_verdict(value, buf.size)
     call = f"fill({value!r}) on {buf.size} bytes"
+    return _judge(call, verdict, lambda: run_valid(m, lambda: buf.fill(value, stream=m.stream)))
+
+
+def check_launch(stream, cfg, kernel, args, count_checked):
+    verdict = args_spec.launch_verdict(args, count_checked)
+    call = f"launch(sink, *{args!r})"
+    return _judge(call, verdict, lambda: launch(stream, cfg, kernel, *args))
+
+
+def _judge(call, verdict, run):
+    """Judge ``run()`` against ``verdict``; return a problem (``run()``'s own included) or None.
+
+    A refusal must be a TypeError or ValueError with a message, and only of
+    arguments that are not valid; an acceptance only of ones that are not
+    invalid.
+    """
     try:
-        problem = run_valid(m, lambda: buf.fill(value, stream=m.stream))
+        problem = run()
     except (TypeError, ValueError) as exc:
         if verdict == spec.VALID:
             return f"{call} is valid but raised {exc!r}"
@@ -133,19 +147,3 @@ def check_fill(m, buf, value):
     if verdict == spec.INVALID:
         return f"{call} was silently accepted"
     return problem
-
-
-def check_launch(stream, cfg, kernel, args, count_checked):
-    verdict = args_spec.launch_verdict(args, count_checked)
-    call = f"launch(sink, *{args!r})"
-    try:
-        launch(stream, cfg, kernel, *args)
-    except (TypeError, ValueError) as exc:
-        if verdict == spec.VALID:
-            return f"{call} is valid but raised {exc!r}"
-        return None if str(exc) else f"{call}: empty message"
-    except Exception as exc:  # noqa: BLE001
-        return f"{call} raised {type(exc).__name__}: {exc}"
-    if verdict == spec.INVALID:
-        return f"{call} was silently accepted"
-    return None

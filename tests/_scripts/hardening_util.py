@@ -23,6 +23,7 @@ __all__ = [
     "device_free_bytes",
     "emit",
     "from_host",
+    "mypy_strict",
     "outcome",
     "package_root",
     "rss_bytes",
@@ -125,6 +126,38 @@ def package_root():
     import cuda_core
 
     return os.path.dirname(os.path.dirname(os.path.abspath(cuda_core.__file__)))
+
+
+def mypy_strict(script, workdir):
+    """Run ``mypy --strict`` on the user script ``script`` from ``workdir``; return the run.
+
+    As a user runs it: no settings of their own, and the package under test
+    (the checkout or the installed one) followed silently, so that only the
+    script is judged.
+    """
+    (workdir / "mypy.ini").write_text("[mypy]\n")  # the user's own settings: none
+    env = dict(os.environ)
+    root = package_root()
+    if os.path.basename(root) not in ("site-packages", "dist-packages"):
+        env["MYPYPATH"] = root  # a checkout: mypy does not read PYTHONPATH
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--follow-imports=silent",  # judge the script, not the package
+            "--no-incremental",
+            "--config-file",
+            str(workdir / "mypy.ini"),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(workdir),
+        env=env,
+    )
 
 
 def script_env():

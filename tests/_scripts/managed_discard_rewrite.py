@@ -46,6 +46,15 @@ def _lost(bufs, base):
     return sum(1 for i, b in enumerate(bufs) if not (_host(b) == base + i).all())
 
 
+def _fill_and_discard(stream, bufs, dev):
+    """Fill ``bufs`` from the host, prefetch them to ``dev``, discard them and synchronize."""
+    for b in bufs:
+        _host(b)[:] = 0xAB
+    prefetch_batch(stream, bufs, dev)
+    discard_batch(stream, bufs)
+    stream.sync()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--plain", action="store_true", help="cuMemDiscardBatchAsync alone")
@@ -63,22 +72,14 @@ def main() -> None:
     while done < args.iterations and time.monotonic() - t0 < args.seconds:
         bufs = [mr.allocate(SIZE, stream=stream) for _ in range(4)]
         # memset
-        for b in bufs:
-            _host(b)[:] = 0xAB
-        prefetch_batch(stream, bufs, dev)
-        discard_batch(stream, bufs)
-        stream.sync()
+        _fill_and_discard(stream, bufs, dev)
         for i, b in enumerate(bufs):
             b.fill(0x30 + i, stream=stream)
         prefetch_batch(stream, bufs, Host())
         stream.sync()
         lost["memset"] += _lost(bufs, 0x30)
         # host
-        for b in bufs:
-            _host(b)[:] = 0xAB
-        prefetch_batch(stream, bufs, dev)
-        discard_batch(stream, bufs)
-        stream.sync()
+        _fill_and_discard(stream, bufs, dev)
         for i, b in enumerate(bufs):
             _host(b)[:] = 0x40 + i
         prefetch_batch(stream, bufs, dev)

@@ -6,21 +6,12 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from _helpers import _nvrtc_available
 
 from cuda_core import CUDAError, Program, ProgramOptions
 
 KERNEL = 'extern "C" __global__ void k(int *a) { a[0] = 1; }'
 UNION = "Union[str, tuple[str, str]]"
-
-
-def _nvrtc_available():
-    from cuda_core._loader import ensure_loaded
-
-    try:
-        ensure_loaded("nvrtc")
-    except Exception:
-        return False
-    return True
 
 
 requires_nvrtc = pytest.mark.skipif(not _nvrtc_available(), reason="NVRTC not found")

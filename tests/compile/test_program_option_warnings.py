@@ -4,16 +4,13 @@ its fields that take several values are typed so (``tuple[str, ...]``)."""
 
 from __future__ import annotations
 
-import os
 import platform
-import subprocess
-import sys
 import textwrap
 import warnings
 
 import numpy as np
 import pytest
-from _scripts.hardening_util import package_root
+from _scripts.hardening_util import mypy_strict
 
 from cuda_core import LinkerOptions, ProgramOptions
 
@@ -117,29 +114,7 @@ def test_fields_taking_several_values_accept_any_length_under_mypy_strict(tmp_pa
             """
         )
     )
-    (tmp_path / "mypy.ini").write_text("[mypy]\n")
-    env = dict(os.environ)
-    root = package_root()
-    if os.path.basename(root) not in ("site-packages", "dist-packages"):
-        env["MYPYPATH"] = root
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--follow-imports=silent",
-            "--no-incremental",
-            "--config-file",
-            str(tmp_path / "mypy.ini"),
-            str(script),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=str(tmp_path),
-        env=env,
-    )
+    r = mypy_strict(script, tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
 
 

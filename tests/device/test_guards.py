@@ -15,7 +15,7 @@ import gc
 import sys
 
 from cuda_core._cuda_ffi import ffi
-from cuda_core._lifetime import GUARD_HANDLES, drop_guard, open_class, open_handle_methods
+from cuda_core._lifetime import GUARD_HANDLES, drop_guard, open_class, open_handle_class
 
 IS_PYPY = sys.implementation.name == "pypy"
 
@@ -72,11 +72,8 @@ def _guarded_thing():
         destroyed.append(_address(handle))
         return 0
 
-    twin = open_class(
-        Thing,
-        lambda self: finalized.append(_address(self._handle)),
-        guarded=True,
-        **open_handle_methods(Thing, destroy, lambda handle: 0, guarded=True),
+    twin = open_handle_class(
+        Thing, lambda self: finalized.append(_address(self._handle)), destroy, lambda handle: 0
     )
 
     def make(address):

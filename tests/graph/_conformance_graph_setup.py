@@ -8,10 +8,10 @@ import time
 
 import pytest
 from _graph_setup import _pinned, _view  # noqa: F401 (re-exported to the conformance tests)
+from _helpers import HostOnlyResource
 
 from cuda_core import (
     LaunchConfig,
-    MemoryResource,
     Program,
     ProgramOptions,
     Stream,
@@ -65,7 +65,7 @@ def _fake_builder():
     return GraphBuilder._init(Stream.from_handle(0x10), owns_stream=False)
 
 
-class _RecordingResource(MemoryResource):
+class _RecordingResource(HostOnlyResource):
     """A resource whose buffers are plain numbers; records each deallocation."""
 
     def __init__(self):
@@ -76,18 +76,6 @@ class _RecordingResource(MemoryResource):
 
     def deallocate(self, ptr, size, *, stream=None):
         self.freed.append(ptr)
-
-    @property
-    def is_device_accessible(self):
-        return False
-
-    @property
-    def is_host_accessible(self):
-        return True
-
-    @property
-    def device_id(self):
-        return -1
 
 
 def _copy_graph(dbuf, h_in, h_out, nbytes):

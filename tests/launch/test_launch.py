@@ -11,30 +11,16 @@ import threading
 
 import numpy as np
 import pytest
+from _launch_args_setup import PACKED_PAIR_DTYPE, Cond, Pair, expected_bytes
 
 from cuda_core import CUDAError, Device, LaunchConfig, Program, ProgramOptions, launch
-from cuda_core._arg_types import GRAPH_CONDITION_MARKER
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 
 pytestmark = pytest.mark.gpu
 
 
-class Pair(ctypes.Structure):
-    _fields_ = [("a", ctypes.c_char), ("b", ctypes.c_double)]
-
-
-class Cond:
-    """Stands for cuda_core.graph.GraphCondition (duck-typed by its marker)."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-
-setattr(Cond, GRAPH_CONDITION_MARKER, True)
-
 PAIR_DTYPE = np.dtype([("a", "i1"), ("b", "<f8")], align=True)
-PACKED_PAIR_DTYPE = np.dtype([("a", "i1"), ("b", "<f8")])
 
 # (test id, C parameter type, value)
 CASES = [
@@ -75,33 +61,6 @@ CASES = [
     ("numpy_struct", "Pair", np.array((-3, 2.75), dtype=PAIR_DTYPE)[()]),
     ("numpy_packed_struct", "Pair", np.array((9, -0.5), dtype=PACKED_PAIR_DTYPE)[()]),
 ]
-
-
-def ctypes_bytes(obj):
-    return ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj))
-
-
-def expected_bytes(value):
-    """What the kernel parameter must hold, computed independently of cuda_core."""
-    if type(value) is bool:
-        return bytes([value])
-    if type(value) is int:
-        return np.array(value, dtype=np.intp).tobytes()
-    if type(value) is float:
-        return np.array(value, dtype=np.float64).tobytes()
-    if type(value) is complex:
-        return np.array(value, dtype=np.complex128).tobytes()
-    if isinstance(value, np.void):
-        if value.dtype == PACKED_PAIR_DTYPE:  # laid out as the C struct
-            return bytes([int(value["a"]) & 0xFF]) + bytes(7) + struct.pack("<d", value["b"])
-        return value.tobytes()
-    if isinstance(value, np.generic):
-        return value.tobytes()
-    if isinstance(value, (ctypes._SimpleCData, ctypes.Structure)):
-        return ctypes_bytes(value)
-    if isinstance(value, Cond):
-        return struct.pack("=Q", value.handle)
-    raise AssertionError(type(value))
 
 
 def echo_source():

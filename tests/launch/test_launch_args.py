@@ -14,10 +14,10 @@ import threading
 
 import numpy as np
 import pytest
+from _launch_args_setup import Cond, Pair, ctypes_bytes, expected_bytes
 
 from cuda_core import Buffer, LaunchConfig, launch
 from cuda_core._arg_plan import _GUARD_MAX, _packed_arguments
-from cuda_core._arg_types import GRAPH_CONDITION_MARKER
 from cuda_core._cuda_ffi import ffi
 from cuda_core._kernel import Kernel, ParamInfo
 from cuda_core._kernel_attributes import KernelAttributes
@@ -41,47 +41,8 @@ def field(blob, plan, index, size):
     return blob[off : off + size]
 
 
-class Cond:
-    """Stands for cuda_core.graph.GraphCondition (duck-typed by its marker)."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-
-setattr(Cond, GRAPH_CONDITION_MARKER, True)
-
-
-class Pair(ctypes.Structure):
-    _fields_ = [("a", ctypes.c_char), ("b", ctypes.c_double)]
-
-
 class Small(ctypes.Structure):
     _fields_ = [("x", ctypes.c_float), ("y", ctypes.c_float), ("z", ctypes.c_float)]
-
-
-def ctypes_bytes(obj):
-    return ctypes.string_at(ctypes.addressof(obj), ctypes.sizeof(obj))
-
-
-def expected_bytes(value):
-    """The bytes a kernel parameter receives for ``value`` (independent oracle)."""
-    if isinstance(value, Buffer):
-        return struct.pack("=Q", value.handle)
-    if type(value) is bool:
-        return bytes([value])
-    if type(value) is int:
-        return np.array(value, dtype=np.intp).tobytes()
-    if type(value) is float:
-        return np.array(value, dtype=np.float64).tobytes()
-    if type(value) is complex:
-        return np.array(value, dtype=np.complex128).tobytes()
-    if isinstance(value, np.generic):
-        return value.tobytes()  # exact width; float16 as raw bits
-    if isinstance(value, ctypes._SimpleCData):
-        return ctypes_bytes(value)
-    if isinstance(value, Cond):
-        return struct.pack("=Q", value.handle)
-    raise AssertionError(type(value))
 
 
 SCALARS = [

@@ -1,15 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The spawned-child runner and the IPC-enabled device pool shared by the IPC tests."""
+"""The spawned-child runner and the IPC-enabled device and pinned pools shared by the IPC tests."""
 
 from __future__ import annotations
 
 import multiprocessing
 
 import pytest
+from _helpers import device_attribute
 
-from cuda_core import DeviceMemoryResource, DeviceMemoryResourceOptions
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core import (
+    CUDAError,
+    DeviceMemoryResource,
+    DeviceMemoryResourceOptions,
+    PinnedMemoryResource,
+    PinnedMemoryResourceOptions,
+)
+from cuda_core._cuda_ffi import lib
 
 #: Seconds a spawned child may take to answer and to exit.
 TIMEOUT = 180
@@ -41,12 +47,19 @@ def run_child(target, *args, send=None):
 
 def ipc_device_pool(device):
     """An IPC-enabled DeviceMemoryResource on ``device`` (skip where POSIX fds are unsupported)."""
-    supported = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            supported, lib.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device.device_id
-        )
-    )
-    if not supported[0] & lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
+    handle_types = device_attribute(device, lib.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)
+    if not handle_types & lib.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
         pytest.skip("memory pools with POSIX file descriptor handles are not supported here")
     return DeviceMemoryResource(device, DeviceMemoryResourceOptions(ipc_enabled=True))
+
+
+def ipc_pinned_pool(device):
+    """An IPC-enabled PinnedMemoryResource (skip where such pools are not supported)."""
+    if not device_attribute(device, lib.CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED):
+        pytest.skip("host NUMA memory pools are not supported here")
+    try:
+        return PinnedMemoryResource(PinnedMemoryResourceOptions(ipc_enabled=True))
+    except CUDAError as exc:
+        if exc.name != "CUDA_ERROR_NOT_SUPPORTED":
+            raise
+        pytest.skip(f"IPC-enabled pinned memory pools are not supported here: {exc}")

@@ -18,17 +18,12 @@ import warnings
 
 import numpy as np
 import pytest
-from _ipc_setup import ipc_device_pool, run_child
+from _ipc_setup import ipc_device_pool, ipc_pinned_pool, run_child
 
 from cuda_core import (
     Buffer,
-    CUDAError,
     DeviceMemoryResource,
-    PinnedMemoryResource,
-    PinnedMemoryResourceOptions,
 )
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
 from cuda_core._memory import IPCAllocationHandle, IPCBufferDescriptor, _ipc
 
 SIZE = 1 << 20
@@ -201,20 +196,7 @@ def test_explicit_handle_and_descriptor(device, stream):
 
 @pytest.mark.gpu
 def test_pinned_buffer_shared_with_second_process(device, stream):
-    supported = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            supported, lib.CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED, device.device_id
-        )
-    )
-    if not supported[0]:
-        pytest.skip("host NUMA memory pools are not supported here")
-    try:
-        mr = PinnedMemoryResource(PinnedMemoryResourceOptions(ipc_enabled=True))
-    except CUDAError as exc:
-        if exc.name != "CUDA_ERROR_NOT_SUPPORTED":
-            raise
-        pytest.skip(f"IPC-enabled pinned memory pools are not supported here: {exc}")
+    mr = ipc_pinned_pool(device)
     assert mr.is_ipc_enabled and mr.numa_id >= 0 and mr.device_id == -1
     buf = mr.allocate(SIZE, stream=stream)
     pattern = (np.arange(SIZE) % 13).astype(np.uint8)

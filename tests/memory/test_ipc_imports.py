@@ -20,19 +20,16 @@ import uuid
 
 import numpy as np
 import pytest
-from _ipc_setup import ipc_device_pool, run_child
+from _ipc_setup import ipc_device_pool, ipc_pinned_pool, run_child
 
 from cuda_core import (
     Buffer,
-    CUDAError,
     DeviceMemoryResource,
     EventOptions,
     MemoryResource,
     PinnedMemoryResource,
-    PinnedMemoryResourceOptions,
 )
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._cuda_ffi import ffi
 from cuda_core._memory import IPCBufferDescriptor, _ipc, _ipc_imports, _release
 from cuda_core._memory._owned_pool import _OwnedPool
 from cuda_core._stream import _BORROWED, _adopt
@@ -277,27 +274,10 @@ def _child_waits_on_event(conn, mr, desc):
         conn.send({"error": repr(exc)})
 
 
-def _pinned_pool(device):
-    supported = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            supported, lib.CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED, device.device_id
-        )
-    )
-    if not supported[0]:
-        pytest.skip("host NUMA memory pools are not supported here")
-    try:
-        return PinnedMemoryResource(PinnedMemoryResourceOptions(ipc_enabled=True))
-    except CUDAError as exc:
-        if exc.name != "CUDA_ERROR_NOT_SUPPORTED":
-            raise
-        pytest.skip(f"IPC-enabled pinned memory pools are not supported here: {exc}")
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["device", "pinned"])
 def test_child_imports_one_descriptor_twice(device, stream, kind):
-    mr = ipc_device_pool(device) if kind == "device" else _pinned_pool(device)
+    mr = ipc_device_pool(device) if kind == "device" else ipc_pinned_pool(device)
     buf = mr.allocate(SIZE, stream=stream)
     buf.fill(0x3C, stream=stream)
     stream.sync()
@@ -319,7 +299,7 @@ def test_child_imports_one_descriptor_twice(device, stream, kind):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["device", "pinned"])
 def test_child_maps_a_handle_with_the_wrong_class(device, kind):
-    mr = ipc_device_pool(device) if kind == "device" else _pinned_pool(device)
+    mr = ipc_device_pool(device) if kind == "device" else ipc_pinned_pool(device)
     result = run_child(_child_wrong_class, mr, mr.allocation_handle)
     other = "PinnedMemoryResource" if kind == "device" else "DeviceMemoryResource"
     assert result["raised"] == (

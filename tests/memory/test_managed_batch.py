@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import CuMemAllocManagedResource, FlagResource
+from _helpers import CuMemAllocManagedResource, FlagResource, skip_without_managed_batch
 
 import cuda_core._slots as _slots
 from cuda_core import (
@@ -289,18 +289,7 @@ def _last_prefetch(buf):
 @pytest.fixture
 def managed(device):
     """Make ``n`` managed buffers of SIZE bytes; skip where the batch calls cannot work."""
-    from cuda_core._loader import driver_version
-
-    if driver_version() < 13000:
-        pytest.skip("the batched managed-memory calls need a CUDA 13 driver")
-    flag = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            flag, lib.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, device.device_id
-        )
-    )
-    if not flag[0]:
-        pytest.skip("the batched managed-memory calls need concurrent managed access")
+    skip_without_managed_batch(device)
     made = []
     mr = CuMemAllocManagedResource()
 

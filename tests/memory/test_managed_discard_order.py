@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import CuMemAllocManagedResource
+from _helpers import CuMemAllocManagedResource, skip_without_managed_batch
 
 from cuda_core import PER_THREAD_DEFAULT_STREAM, Host
-from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
+from cuda_core._cuda_ffi import lib
 from cuda_core._memory import _managed_memory_ops
 from cuda_core.utils import discard_batch, prefetch_batch
 
@@ -69,18 +68,7 @@ def test_discard_is_made_with_the_combined_call(monkeypatch):
 
 @pytest.mark.gpu
 def test_writes_after_discard_are_never_lost(device, stream):
-    from cuda_core._loader import driver_version
-
-    if driver_version() < 13000:
-        pytest.skip("the batched managed-memory calls need a CUDA 13 driver")
-    flag = ffi.new("int *")
-    check(
-        lib.cuDeviceGetAttribute(
-            flag, lib.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, device.device_id
-        )
-    )
-    if not flag[0]:
-        pytest.skip("the batched managed-memory calls need concurrent managed access")
+    skip_without_managed_batch(device)
     mr = CuMemAllocManagedResource()
     lost = {"memset": 0, "host": 0, "single": 0}
     for _ in range(REPEATS):

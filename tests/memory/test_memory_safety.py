@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import HostAndDeviceResource
 
 from cuda_core import (
     Buffer,
@@ -23,7 +24,6 @@ from cuda_core import (
     DeviceMemoryResource,
     DeviceMemoryResourceOptions,
     LegacyPinnedMemoryResource,
-    MemoryResource,
     PinnedMemoryResource,
     PinnedMemoryResourceOptions,
     Stream,
@@ -51,7 +51,7 @@ def _closed_stream():
     return s
 
 
-class _Recorder(MemoryResource):
+class _Recorder(HostAndDeviceResource):
     """A resource over fake addresses that records its deallocations."""
 
     def __init__(self):
@@ -62,14 +62,6 @@ class _Recorder(MemoryResource):
 
     def deallocate(self, ptr, size, *, stream=None):
         self.freed.append((int(ptr), size, stream))
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return True
 
 
 # --------------------------------------------------------------------------

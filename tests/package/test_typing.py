@@ -4,15 +4,12 @@ and mypy infers the documented types (no GPU needed: nothing runs)."""
 
 from __future__ import annotations
 
-import os
 import platform
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from _scripts.hardening_util import package_root
+from _scripts.hardening_util import mypy_strict
 
 pytestmark = pytest.mark.skipif(
     platform.python_implementation() != "CPython", reason="mypy runs on CPython only"
@@ -150,29 +147,7 @@ def test_user_script_type_checks_strictly_with_the_documented_types(tmp_path):
     pytest.importorskip("mypy", reason="mypy is in the test extra (CPython)")
     script = tmp_path / "user_script.py"
     script.write_text(textwrap.dedent(USER_SCRIPT))
-    (tmp_path / "mypy.ini").write_text("[mypy]\n")  # the user's own settings: none
-    env = dict(os.environ)
-    root = package_root()
-    if os.path.basename(root) not in ("site-packages", "dist-packages"):
-        env["MYPYPATH"] = root  # a checkout: mypy does not read PYTHONPATH
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--follow-imports=silent",  # judge the script, not the package
-            "--no-incremental",
-            "--config-file",
-            str(tmp_path / "mypy.ini"),
-            str(script),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=str(tmp_path),
-        env=env,
-    )
+    r = mypy_strict(script, tmp_path)
     out = r.stdout + r.stderr
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert not errors, out

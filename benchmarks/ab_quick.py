@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The rows the speed goals name, timed in one short process, for A/B rounds.
+
+``run_all.py`` runs every benchmark in full: one round of it takes minutes.
+The goals of ``RESULTS.md`` name a handful of rows; this script times just
+those, each through cuda_core and, where importable (CPython), NVIDIA's
+``cuda.core`` in the same process, the two taking turns
+(``_harness.interleaved``), and reports them under the benchmark and case
+names of the full scripts, so that ``ab_table.py`` reads its results alike.
+``ab_rounds.sh`` runs it in place of ``run_all.py`` with ``AB_QUICK=1``.
+
+Rows: texture and surface object create+close, tensor-map encode (the
+setups of ``bench_texture.py``); pool allocate+close of 1 KiB and 1 MiB
+(``bench_memory.py``); ``Device()`` and ``Device(0)`` lookup and the event
+cycle (``bench_device.py``); launches with no, 1, 16 and 256 pointer
+arguments and 512 doubles (the kernels of ``bench_launch.py``).
+
+Run: ``python benchmarks/ab_quick.py [--rounds N]``; exits 0 with a message
+without a GPU.  Results go to stdout and to ``$BENCH_JSON`` when set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+try:  # run from a source checkout without installing: use the tree above
+    import cuda_core  # noqa: F401
+except ImportError:
+    sys.path.insert(1, os.path.dirname(_HERE))
+
+from _harness import gpu_reason, interleaved, nvidia_core, report, sampler  # noqa: E402
+
+LAUNCHES = 256  # launches per call of a launch case, then one synchronize
+MIN_TIME = 0.05
+
+
+def _launch_cases(core, cubin):
+    """``{case: fn}`` launching the kernels of bench_launch ``LAUNCHES`` times, then syncing."""
+    dev = core.Device(0)
+    dev.set_current()
+    stream = dev.create_stream()
+    module = core.ObjectCode.from_cubin(cubin)
+    scratch = dev.allocate(512 * 4, stream=stream)
+    stream.sync()
+    ptrs = tuple(int(scratch.handle) + 4 * i for i in range(512))
+    doubles = tuple(1.2345 + i for i in range(512))
+    config = core.LaunchConfig(grid=1, block=1)
+    go = core.launch
+    cases = {}
+    for case, name, args in (
+        ("empty kernel", "empty_kernel", ()),
+        ("1 pointer arg", "small_kernel", ptrs[:1]),
+        ("16 args", "small_kernel_16_args", ptrs[:16]),
+        ("256 args", "small_kernel_256_args", ptrs[:256]),
+        ("512 doubles", "small_kernel_512_doubles", doubles),
+    ):
+        kernel = module.get_kernel(name)
+
+        def fn(kernel=kernel, args=args):
+            for _ in range(LAUNCHES):
+                go(stream, config, kernel, *args)
+            stream.sync()
+
+        cases[case] = fn
+    return cases, (stream, scratch, module)
+
+
+def _suites(core, cubin):
+    """``{(benchmark, case): (fn, scale)}`` and what must stay alive, for ``core``."""
+    import importlib
+
+    import bench_device
+    import bench_memory
+    import bench_texture
+
+    texture = importlib.import_module(core.__name__ + ".texture")
+    typing = importlib.import_module(core.__name__ + ".typing")
+    tex, keep_tex = bench_texture._setup(core, texture, typing)
+    mem, keep_mem = bench_memory._suite(core, core.LegacyPinnedMemoryResource)
+    dev = bench_device._cases(core)
+    launches, keep_launch = _launch_cases(core, cubin)
+    cases = {("texture", f"{c} (us/op)"): (fn, 1) for c, fn in tex.items()}
+    for c in ("pool allocate+close 1 KiB", "pool allocate+close 1 MiB"):
+        cases[("memory", c)] = (mem[c][1], 1)
+    for c in ("Device() lookup", "Device(0) lookup", "event create+record+sync+close"):
+        cases[("device", c)] = (dev[c], 1)
+    for c, fn in launches.items():
+        cases[("bench_launch", c)] = (fn, LAUNCHES)
+    return cases, (keep_tex, keep_mem, keep_launch)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5, help="turns of each implementation")
+    args = ap.parse_args(argv)
+    reason = gpu_reason()
+    if reason is not None:
+        print(f"ab_quick: skipped ({reason})")
+        return 0
+    import bench_launch
+
+    import cuda_core as ours
+
+    dev = ours.Device(0)
+    dev.set_current()
+    cubin = bytes(
+        ours.Program(
+            bench_launch.KERNEL_SOURCE, "c++", options=ours.ProgramOptions(arch=f"sm_{dev.arch}")
+        )
+        .compile("cubin")
+        .code
+    )
+    impls = {"cuda_core": _suites(ours, cubin)}
+    peer = nvidia_core("launch", "LegacyPinnedMemoryResource")
+    if peer is not None:
+        try:
+            impls["cuda.core"] = _suites(peer, cubin)
+        except Exception as exc:  # noqa: BLE001 - report and go on without it
+            print(f"ab_quick: NVIDIA cuda.core unusable here: {exc}")
+    for key in impls["cuda_core"][0]:
+        samplers = {}
+        for label, (cases, _) in impls.items():
+            if key in cases:
+                fn, scale = cases[key]
+                samplers[label] = sampler(fn, min_time=MIN_TIME, scale=scale)
+        report(key[0], key[1], interleaved(samplers, rounds=args.rounds, reduce=min))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
