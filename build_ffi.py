@@ -76,6 +76,7 @@ SOURCES_BEFORE = ("user_objects.c", "loader.c")
 SOURCES_AFTER = (
     "launch.c",
     "streams.c",
+    "texture.c",
     "release.c",
     "memory.c",
     "dlpack_exchange.c",

@@ -28,8 +28,9 @@ _R = TypeVar("_R")
 
 #: The texture and surface object factories, imported at their first use:
 #: creating those objects is a hot path, and a function-level import costs
-#: more than a dictionary read on every call.
-_OBJECT_FACTORIES: dict[str, Callable[..., Any]] = {}
+#: more than reading a global on every call.
+_create_texture: Callable[..., Any] | None = None
+_create_surface: Callable[..., Any] | None = None
 
 
 class TextureFactories:
@@ -112,7 +113,7 @@ class TextureFactories:
             combination (e.g. linear filtering of integers read as such).
         """
         dev: Any = self  # a Device
-        create = _OBJECT_FACTORIES.get("texture") or _load_factory("texture")
+        create = _create_texture or _load_factories()[0]
         if not dev._has_inited:
             dev._check_initialized()
         # The driver call makes this device's context current if it is not.
@@ -141,21 +142,20 @@ class TextureFactories:
             If the array is closed.
         """
         dev: Any = self  # a Device
-        create = _OBJECT_FACTORIES.get("surface") or _load_factory("surface")
+        create = _create_surface or _load_factories()[1]
         if not dev._has_inited:
             dev._check_initialized()
         return create(resource, dev._device_id, dev._c_ctx)  # type: ignore[no-any-return]
 
 
-def _load_factory(kind: str) -> Callable[..., Any]:
-    """Import the ``"texture"`` or ``"surface"`` object factory and keep it."""
+def _load_factories() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Import the texture and surface object factories and keep them."""
+    global _create_texture, _create_surface
     from cuda_core.texture import _surface, _texture
 
-    create: Callable[..., Any] = (
-        _texture._create_texture_object if kind == "texture" else _surface._create_surface_object
-    )
-    _OBJECT_FACTORIES[kind] = create
-    return create
+    _create_texture = _texture._create_texture_object
+    _create_surface = _surface._create_surface_object
+    return _create_texture, _create_surface
 
 
 def _in_context(device: Any, factory: Callable[..., _R], *args: Any) -> _R:

@@ -8,6 +8,8 @@
 #define CC_LIB_NOT_LOADED 2147418113
 #define CC_MISSING_SYMBOL 2147418114
 #define CC_STREAM_CAPTURING 2147418115
+/* cc_tex_object_new / cc_surf_object_new: the claim was already released. */
+#define CC_CLAIM_RELEASED 2147418116
 /* cc_library_state of the driver in a child created by fork() after its
    parent loaded the driver (see loader.c). */
 #define CC_DRIVER_FORKED 3
@@ -69,6 +71,16 @@ int cc_current_device(void);
 CUresult cc_tex_object_create(CUcontext ctx, CUtexObject *out, const CUDA_RESOURCE_DESC *res,
                               const CUDA_TEXTURE_DESC *tex);
 CUresult cc_surf_object_create(CUcontext ctx, CUsurfObject *out, const CUDA_RESOURCE_DESC *res);
+
+/* Texture and surface objects: claim counts, create and release in one call
+   (texture.c). */
+int cc_claim_retain(int *claims);
+int cc_claim_drop(int *claims);
+CUtexObject cc_tex_object_new(CUcontext ctx, const CUDA_RESOURCE_DESC *res,
+                              const CUDA_TEXTURE_DESC *tex, int *claims);
+CUsurfObject cc_surf_object_new(CUcontext ctx, const CUDA_RESOURCE_DESC *res, int *claims);
+long long cc_tex_object_release(CUtexObject h, int *claims);
+long long cc_surf_object_release(CUsurfObject h, int *claims);
 
 /* Releases in the owning context (release.c). */
 CUresult cc_free_async_in(CUcontext ctx, CUdeviceptr ptr, CUstream stream);

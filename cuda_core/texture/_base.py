@@ -19,7 +19,7 @@ from cuda_core.texture._handle import device_of
 
 if TYPE_CHECKING:
     from cuda_core._device import Device
-    from cuda_core.texture._handle import Lifetime, SharedHandle
+    from cuda_core.texture._handle import Claim, Lifetime, SharedHandle
     from cuda_core.texture._resource import ResourceDescriptor
     from cuda_core.typing import ArrayFormatType
 
@@ -37,7 +37,6 @@ class DriverObject(Closeable):
     _factory = ""
     _handle: int
     _device_id: int
-    _life: Lifetime
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -100,6 +99,7 @@ class ArrayBase(ElementFormat, DriverObject):
     _format: ArrayFormatType
     _num_channels: int
     _shared: SharedHandle
+    _life: Lifetime
     _shape: tuple[int, ...]
     _surface_load_store: bool
     _layered: bool
@@ -126,10 +126,17 @@ class ArrayBase(ElementFormat, DriverObject):
 
 
 class BoundObject(DriverObject):
-    """A texture or surface object: a handle over a ResourceDescriptor."""
+    """A texture or surface object: a handle over a ResourceDescriptor.
+
+    Made as an instance of its class's open twin
+    (:func:`~cuda_core._lifetime.open_class`), whose ``close()`` releases
+    ``_pending`` (``[(handle, claim)]``, emptied by the release) and whose
+    ``__del__`` is the safety net (:func:`~cuda_core.texture._handle.bound_finalizer`).
+    """
 
     __slots__ = ()
     _resource: ResourceDescriptor | None
+    _pending: list[tuple[int, Claim]]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(handle=0x{self._handle:x})"

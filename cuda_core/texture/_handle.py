@@ -9,19 +9,29 @@ object built over it each hold one *claim* on the same
 the driver object is destroyed when the last claim is dropped.  A mipmap
 level holds a claim on its parent mipmapped array and owns nothing itself.
 
-Each wrapper keeps a :class:`Lifetime`: what it releases on ``close()`` (its
-own driver handle, if any, and its claim).  ``close()`` raises a failure;
-the garbage-collection safety net (the Lifetime's ``__del__``) reports it as
-a :class:`~cuda_core.CUDAWarning`.
+The count of claims lives in C (an ``int`` changed atomically by
+``cc_claim_retain``/``cc_claim_drop``), so taking and dropping a claim
+needs no lock, and a texture or surface object takes its claim in the same
+call into the extension that creates it, and drops it in the one that
+destroys it (``cffi_src/csrc/texture.c``).
+
+An array or a mipmapped array keeps a :class:`Lifetime`: what it releases
+on ``close()`` (its claim).  A texture or surface object is an instance of
+its class's open twin (:func:`~cuda_core._lifetime.open_class`) until it is
+closed; it keeps ``(handle, claim)`` in a one-item list, ``_pending``, and
+:func:`finish_release` completes a release that failed or was the last
+claim.  ``close()`` raises a failure; the garbage-collection safety net (a
+Lifetime's or an open twin's ``__del__``) reports it as a
+:class:`~cuda_core.CUDAWarning`.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Protocol
 
 import cuda_core._slots as _slots
+from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check, warn_cuda
 
 if TYPE_CHECKING:
@@ -32,12 +42,22 @@ Destroy = Callable[[int], int]
 
 
 class Claim(Protocol):
-    """What a wrapper's claim offers: :class:`SharedHandle` or a Buffer's claim."""
+    """What a wrapper's claim offers: :class:`SharedHandle` or a Buffer's claim.
+
+    ``_c_claims`` is the C claim count that the extension drops with the
+    object (``ffi.NULL`` where there is none); ``_finish()`` does what is
+    left to do after the extension said so (:func:`finish_release`).
+    """
 
     @property
     def what(self) -> str: ...
 
+    @property
+    def _c_claims(self) -> Any: ...
+
     def release(self) -> int: ...
+
+    def _finish(self) -> int: ...
 
 
 __all__ = []
@@ -69,7 +89,7 @@ class SharedHandle:
         handle is released.
     """
 
-    __slots__ = ("value", "what", "_destroy", "_parent", "_claims", "_lock")
+    __slots__ = ("value", "what", "_destroy", "_parent", "_c_claims")
 
     def __init__(
         self,
@@ -82,15 +102,12 @@ class SharedHandle:
         self.what = what
         self._destroy = destroy
         self._parent = parent.retain() if parent is not None else None
-        self._claims = 1
-        self._lock = threading.Lock()
+        self._c_claims = ffi.new("int *", 1)
 
     def retain(self) -> SharedHandle:
         """Add a claim and return ``self``; RuntimeError if already released."""
-        with self._lock:
-            if self._claims <= 0:
-                raise RuntimeError(f"the {self.what} has been released")
-            self._claims += 1
+        if not _retain(self._c_claims):
+            raise_released(self)
         return self
 
     def release(self) -> int:
@@ -99,10 +116,12 @@ class SharedHandle:
         Returns the first failing status (0 if none), after releasing the
         parent's claim whatever the status.
         """
-        with self._lock:
-            self._claims -= 1
-            if self._claims:
-                return 0
+        if _drop(self._c_claims):
+            return 0
+        return self._finish()
+
+    def _finish(self) -> int:
+        """Destroy the handle, the last claim having been dropped; release the parent."""
         status = self._destroy(self.value) if self._destroy is not None else 0
         parent, self._parent = self._parent, None
         if parent is not None:
@@ -113,7 +132,53 @@ class SharedHandle:
     @property
     def claims(self) -> int:
         """int: The number of claims still held (0 once released)."""
-        return self._claims
+        claims: int = self._c_claims[0]
+        return claims
+
+
+_retain = lib.cc_claim_retain
+_drop = lib.cc_claim_drop
+
+
+def raise_released(claim: Claim) -> NoReturn:
+    """Raise the RuntimeError of a claim taken on a released handle."""
+    raise RuntimeError(f"the {claim.what} has been released")
+
+
+def finish_release(what: str, result: int, claim: Claim, raising: bool) -> None:
+    """Complete an object's release after ``cc_*_object_release`` returned ``result``.
+
+    ``result`` is ``2 * status + last`` (non-zero): ``status`` is the
+    destruction's, and ``last`` says that ``claim._finish()`` is left to do
+    (the claim was the last, or is not counted in C).  A failure raises
+    CUDAError (``raising``) or warns, as :class:`Lifetime` does.
+    """
+    status, last = divmod(result, 2)
+    shared_status = claim._finish() if last else 0
+    _report(what, status, shared_status, claim, raising)
+
+
+def bound_finalizer(what: str, release: Callable[[int, Any], int]) -> Callable[[Any], None]:
+    """Return the ``__del__`` of an open texture or surface object's class.
+
+    The safety net: it releases an object collected unclosed (its
+    ``_pending`` entry) with ``release(handle, c_claims)``
+    (``cc_tex_object_release`` or ``cc_surf_object_release``) and warns of a
+    failure; nothing at interpreter exit.
+    """
+
+    def finalizer(self: Any) -> None:
+        try:
+            pending = self._pending
+        except AttributeError:  # never filled in
+            return
+        if pending and not _finalizing():
+            value, claim = pending.pop()
+            result = release(value, claim._c_claims)
+            if result:
+                finish_release(what, result, claim, False)
+
+    return finalizer
 
 
 class Lifetime:
@@ -181,6 +246,12 @@ def _release(
 ) -> None:
     status = destroy(value) if destroy is not None else 0
     shared_status = shared.release() if shared is not None else 0
+    _report(what, status, shared_status, shared, raising)
+
+
+def _report(
+    what: str, status: int, shared_status: int, shared: Claim | None, raising: bool
+) -> None:
     failed = status or shared_status
     if not failed:
         return

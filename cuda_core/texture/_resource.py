@@ -60,6 +60,8 @@ class ResourceDescriptor(ElementFormat):
         "_width",
         "_height",
         "_pitch_bytes",
+        "_array",
+        "_c_res",
     )
     _kind: str
     _source: Any
@@ -68,6 +70,8 @@ class ResourceDescriptor(ElementFormat):
     _width: int | None
     _height: int | None
     _pitch_bytes: int | None
+    _array: OpaqueArray | MipmappedArray | None  # the source of an array kind
+    _c_res: Any  # CUDA_RESOURCE_DESC *, filled at the first bind (None until then)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -233,44 +237,64 @@ class ResourceDescriptor(ElementFormat):
         self._pitch_bytes = p
         return self
 
-    def _fill(self, res: Any) -> tuple[Claim, Any]:
-        """Fill ``CUDA_RESOURCE_DESC *res``; return (claim or None, Buffer or None).
+    def _bind(self) -> tuple[Any, Claim, Buffer | None]:
+        """Return (``CUDA_RESOURCE_DESC *``, claim, Buffer or None) for a new object.
 
-        The claim (a SharedHandle with one more claim) is the caller's to
-        release; RuntimeError if the source is closed.
+        For an array or a mipmapped array the claim is its SharedHandle,
+        not yet retained: the extension takes the claim with the object it
+        creates.  For a Buffer it is a claim on its allocation, already
+        held.  Either way the claim is the caller's to release.  The
+        descriptor is filled once and reused (the driver copies it).
+        RuntimeError if the source is closed.
         """
-        kind = self._kind
-        if kind == _ARRAY:
-            claim = self._source._claim()
-            res.resType = lib.CU_RESOURCE_TYPE_ARRAY
-            res.res.array.hArray = ffi.cast("CUarray", claim.value)
-            return claim, None
-        if kind == _MIPMAPPED:
-            claim = self._source._claim()
-            res.resType = lib.CU_RESOURCE_TYPE_MIPMAPPED_ARRAY
-            res.res.mipmap.hMipmappedArray = ffi.cast("CUmipmappedArray", claim.value)
-            return claim, None
+        array = self._array
+        if array is not None:
+            if not array._handle:
+                array._require_open()
+            return self._c_res or self._fill_array(), array._shared, None
         buf = self._source
         if buf.is_closed:
             raise RuntimeError("the ResourceDescriptor's Buffer is closed")
         claim = _BufferClaim(claim_allocation(buf))
-        if kind == _LINEAR:
+        res = self._c_res or self._fill_buffer()
+        if self._kind == _LINEAR:
+            res.res.linear.devPtr = buf.handle
+        else:
+            res.res.pitch2D.devPtr = buf.handle
+        return res, claim, buf
+
+    def _fill_array(self) -> Any:
+        """Return a new ``CUDA_RESOURCE_DESC *`` of this array kind, kept in ``_c_res``."""
+        res = ffi.new("CUDA_RESOURCE_DESC *")
+        handle = self._source._shared.value
+        if self._kind == _ARRAY:
+            res.resType = lib.CU_RESOURCE_TYPE_ARRAY
+            res.res.array.hArray = ffi.cast("CUarray", handle)
+        else:
+            res.resType = lib.CU_RESOURCE_TYPE_MIPMAPPED_ARRAY
+            res.res.mipmap.hMipmappedArray = ffi.cast("CUmipmappedArray", handle)
+        self._c_res = res
+        return res
+
+    def _fill_buffer(self) -> Any:
+        """Return a new ``CUDA_RESOURCE_DESC *`` of this Buffer kind (but its address)."""
+        res = ffi.new("CUDA_RESOURCE_DESC *")
+        if self._kind == _LINEAR:
             res.resType = lib.CU_RESOURCE_TYPE_LINEAR
             lin = res.res.linear
-            lin.devPtr = buf.handle
             lin.format = FORMAT_TO_CU[self._format]
             lin.numChannels = self._num_channels
             lin.sizeInBytes = self._size_bytes
         else:
             res.resType = lib.CU_RESOURCE_TYPE_PITCH2D
             pitch = res.res.pitch2D
-            pitch.devPtr = buf.handle
             pitch.format = FORMAT_TO_CU[self._format]
             pitch.numChannels = self._num_channels
             pitch.width = self._width
             pitch.height = self._height
             pitch.pitchInBytes = self._pitch_bytes
-        return claim, buf
+        self._c_res = res
+        return res
 
     @property
     def kind(self) -> str:
@@ -320,6 +344,8 @@ def _new(
     self._width = None
     self._height = None
     self._pitch_bytes = None
+    self._array = None if isinstance(source, Buffer) else source
+    self._c_res = None
     return self
 
 
@@ -339,6 +365,7 @@ class _BufferClaim:
 
     __slots__ = ("_claim",)
     what = "Buffer allocation"
+    _c_claims = ffi.NULL  # not counted in C: the extension leaves _finish() to do
 
     def __init__(self, claim: object) -> None:
         self._claim = claim
@@ -350,3 +377,5 @@ class _BufferClaim:
         if drop is not None:
             drop()
         return 0
+
+    _finish = release

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._cuda_ffi import lib
 from cuda_core._errors import check
+from cuda_core._lifetime import open_class
 from cuda_core.texture._base import BoundObject
-from cuda_core.texture._handle import Lifetime
+from cuda_core.texture._handle import bound_finalizer, finish_release, raise_released
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.texture._texture import KERNEL_ARG_MARKER, _closed_argument
 
 __all__ = ["SurfaceObject"]
+
+_surf_new = lib.cc_surf_object_new
+_surf_release = lib.cc_surf_object_release
+_status = lib.cc_status
+_CLAIM_RELEASED = lib.CC_CLAIM_RELEASED
 
 
 class SurfaceObject(BoundObject):
@@ -33,7 +39,7 @@ class SurfaceObject(BoundObject):
     """
 
     _factory = "Device.create_surface_object"
-    __slots__ = ("_handle", "_life", "_resource", "_device_id", "_buffer", "__weakref__")
+    __slots__ = ("_handle", "_pending", "_resource", "_device_id", "_buffer", "__weakref__")
     _buffer: object
 
     def close(self) -> None:
@@ -46,7 +52,14 @@ class SurfaceObject(BoundObject):
         """
         self._handle = 0
         self._resource = None
-        self._life.close()
+        self.__class__ = SurfaceObject  # closed: the open twin's finalizer is not needed
+        try:
+            value, claim = self._pending.pop()  # one caller releases, even two closing at once
+        except IndexError:
+            return
+        result = _surf_release(value, claim._c_claims)
+        if result:
+            finish_release("cuSurfObjectDestroy", result, claim, True)
 
     @property
     def _karg(self) -> int:
@@ -57,6 +70,16 @@ class SurfaceObject(BoundObject):
 setattr(SurfaceObject, KERNEL_ARG_MARKER, "u64")
 
 
+def _release_surface(value: int, c_claims: Any) -> int:
+    # The safety net's release, reading _surf_release when it runs.
+    result: int = _surf_release(value, c_claims)
+    return result
+
+
+#: The class of an open SurfaceObject: SurfaceObject with the safety net.
+_OpenSurface = open_class(SurfaceObject, bound_finalizer("cuSurfObjectDestroy", _release_surface))
+
+
 def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) -> SurfaceObject:
     """Create a :class:`SurfaceObject` of device ``device_id``.
 
@@ -65,27 +88,32 @@ def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) 
     """
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
-    if resource.kind != "array":
+    array: Any = resource._array
+    if array is None or resource._kind != "array":
         raise ValueError(
-            f"SurfaceObject requires an array-backed ResourceDescriptor, got kind={resource.kind!r}"
+            "SurfaceObject requires an array-backed ResourceDescriptor, got "
+            f"kind={resource._kind!r}"
         )
-    source: Any = resource.source
-    if not source.is_surface_load_store:
+    if not array._surface_load_store:
         raise ValueError(
             "OpaqueArray must be created with is_surface_load_store=True to be bound as a "
             "SurfaceObject"
         )
-    res = ffi.new("CUDA_RESOURCE_DESC *")
-    claim, _ = resource._fill(res)
-    out = ffi.new("CUsurfObject *")
-    status = lib.cc_surf_object_create(c_ctx, out, res)
-    if status:
-        claim.release()
-        check(status, "cuSurfObjectCreate")
-    self = object.__new__(SurfaceObject)
-    self._handle = int(out[0])
+    if not array._handle:
+        array._require_open()
+    claim = array._shared  # taken with the object
+    handle = _surf_new(c_ctx, resource._c_res or resource._fill_array(), claim._c_claims)
+    if not handle:
+        status = _status()
+        if status:
+            if status == _CLAIM_RELEASED:
+                raise_released(claim)
+            claim.release()
+            check(status, "cuSurfObjectCreate")
+    self = _OpenSurface()
+    self._handle = handle
+    self._pending = [(handle, claim)]
     self._resource = resource
     self._buffer = None
     self._device_id = device_id
-    self._life = Lifetime("cuSurfObjectDestroy", lib.cuSurfObjectDestroy, self._handle, claim)
     return self

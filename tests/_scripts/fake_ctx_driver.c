@@ -2,7 +2,8 @@
    helpers (tests/test_ctx_helpers.py).  Another context is always current,
    so the helpers push and pop; the statuses of the push, the creations, the
    pop and the priority query come from the environment variables PUSH,
-   CREATE, POP and PRIO (default 0, success); every destroy is counted in
+   CREATE, POP and PRIO, that of destroying a texture or surface object
+   from DESTROY (default 0, success); every destroy is counted in
    fake_destroys.  Any other entry point succeeds. */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,11 @@ static CUresult priorities(int *least, int *greatest) {
     return status_of("PRIO");
 }
 static CUresult destroy_handle(void *h) { (void)h; fake_destroys++; return 0; }
-static CUresult destroy_object(unsigned long long h) { (void)h; fake_destroys++; return 0; }
+static CUresult destroy_object(unsigned long long h) {
+    (void)h;
+    fake_destroys++;
+    return status_of("DESTROY");
+}
 
 static int is(const char *name, const char *a, const char *b) {
     return !strcmp(name, a) || (b && !strcmp(name, b));

@@ -2,13 +2,15 @@
 """The extension's create-in-a-context helpers, over a stand-in driver (no GPU needed).
 
 ``cc_stream_create``, ``cc_event_create``, ``cc_tex_object_create``,
-``cc_surf_object_create`` and the single-result ``cc_stream_new`` and
-``cc_event_new`` push the given context when it is not current, create,
+``cc_surf_object_create``, the single-result ``cc_stream_new`` and
+``cc_event_new``, and ``cc_tex_object_new`` / ``cc_surf_object_new`` (which
+also take a claim) push the given context when it is not current, create,
 and pop.  These tests drive every outcome through
 ``tests/_scripts/fake_ctx_driver.c`` in a separate interpreter: a failed
 push returns at once, a failed creation reports its own status and destroys
 nothing, and a failed pop after a successful creation destroys the new
-object once and reports the pop's status.
+object once and reports the pop's status.  The texture helpers' claim
+counts and ``cc_*_object_release`` are checked there too.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ HELPERS = [
     "cc_surf_object_create",
     "cc_stream_new",
     "cc_event_new",
+    "cc_tex_object_new",
+    "cc_surf_object_new",
 ]
+
+#: CC_CLAIM_RELEASED (cffi_src/cdefs/cuda_core.h).
+RELEASED = 2147418116
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +63,27 @@ def test_a_failed_priority_query_creates_no_default_stream(outcomes):
     for name in HELPERS:
         if name != "cc_stream_new":
             assert row[name] == [0, 0], (name, row)  # the others do not ask
+
+
+@pytest.mark.parametrize("destroy", [0, 5, 2147418113])  # 5; CC_LIB_NOT_LOADED
+@pytest.mark.parametrize("kind", ["tex", "surf"])
+def test_texture_helpers_take_and_drop_claims(outcomes, kind, destroy):
+    row = outcomes["claims"]
+    created = [0x77, 0]  # the stand-in's handle, success
+    # Creation: the claim is taken with the object; a count at 0 is refused
+    # before anything is created; NULL (a Buffer's claim) takes none.
+    assert row[f"{kind}_new 0 {destroy}"] == [[0, RELEASED], 0, 0]
+    assert row[f"{kind}_new 1 {destroy}"] == [created, 2, 0]
+    assert row[f"{kind}_new 2 {destroy}"] == [created, 3, 0]
+    assert row[f"{kind}_new None {destroy}"] == [created, None, 0]
+    # Release: destroyed and the claim dropped whatever the status; the
+    # result is 2 * status + (last claim, or none counted).
+    assert row[f"{kind}_release 2 {destroy}"] == [2 * destroy, 1, 1]
+    assert row[f"{kind}_release 1 {destroy}"] == [2 * destroy + 1, 0, 1]
+    assert row[f"{kind}_release None {destroy}"] == [2 * destroy + 1, None, 1]
+    assert row[f"{kind}_release 0 {destroy}"] == [2 * destroy, -1, 1]  # over-released: not last
+
+
+def test_claim_counts_stop_at_zero(outcomes):
+    # retain (1 -> 2), drop (-> 1), drop (-> 0), retain refused, count 0
+    assert outcomes["claims"]["retain drop"] == [1, 1, 0, 0, 0]

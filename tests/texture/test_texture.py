@@ -14,7 +14,7 @@ import pytest
 
 import cuda_core
 from cuda_core import Buffer, CUDAError, CUDAWarning
-from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._cuda_ffi import lib
 from cuda_core._stream import Stream
 from cuda_core.texture import (
     MipmappedArray,
@@ -357,21 +357,21 @@ def test_resource_descriptor_linear_and_pitch2d():
                 buf, format="uint8", num_channels=1, pitch_bytes=64, **args
             )
 
-    # Both fill CUDA_RESOURCE_DESC with the right type and fields.
-    c_res = ffi.new("CUDA_RESOURCE_DESC *")
-    claim, got = res._fill(c_res)
-    assert got is buf
+    # Both fill CUDA_RESOURCE_DESC with the right type and fields (once: the
+    # same descriptor comes back).
+    c_res, claim, got = res._bind()
+    assert got is buf and res._bind()[0] is c_res
     assert claim.release() == 0 and claim.release() == 0  # once; then nothing
     assert c_res.resType == 2 and c_res.res.linear.devPtr == buf.handle
     assert (c_res.res.linear.format, c_res.res.linear.sizeInBytes) == (0x20, 1024)
-    c_res = ffi.new("CUDA_RESOURCE_DESC *")
-    p2._fill(c_res)
+    c_res, claim, _ = p2._bind()
+    claim.release()
     pitch = c_res.res.pitch2D
     assert c_res.resType == 3 and (pitch.width, pitch.height, pitch.pitchInBytes) == (16, 8, 128)
-    assert (pitch.format, pitch.numChannels) == (0x01, 4)
+    assert (pitch.format, pitch.numChannels, pitch.devPtr) == (0x01, 4, buf.handle)
     buf.close()
     with pytest.raises(RuntimeError, match="Buffer is closed"):
-        res._fill(ffi.new("CUDA_RESOURCE_DESC *"))
+        res._bind()
 
 
 # --------------------------------------------------------------------------
