@@ -81,6 +81,7 @@ SOURCES_AFTER = (
     "memory.c",
     "dlpack_exchange.c",
     "nvml.c",
+    "tensor_map.c",
 )
 BENCH_SOURCE = "bench.c"
 LAST_SOURCE = "no_errno.c"

@@ -11,8 +11,9 @@ passed to :func:`~cuda_core.launch` by value for a ``const __grid_constant__
 CUtensorMap`` parameter.
 
 Shapes, box sizes and strides are given in the tensor's (row-major) order;
-the driver's arrays are innermost-first, so they are reversed here.  The
-descriptor keeps the viewed object alive.
+the driver's arrays are innermost-first, so they are reversed (in
+``_tensor_map_layout``, with the checks on the view and the one-call tiled
+encode).  The descriptor keeps the viewed object alive.
 
 This module sits below :mod:`cuda_core.utils`: the view class it builds
 views with (for :meth:`TensorMapDescriptor.replace_address`) and the Device
@@ -27,11 +28,32 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
-from cuda_core._coerce import as_int_handle, check_or_create_options
-from cuda_core._context import _current_ctx
+from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
-from cuda_core._memory._dlpack import DLDeviceType
+from cuda_core._tensor_map_layout import (  # noqa: F401 - helpers re-exported for the tests
+    _BOX_ARRAYS,
+    _MAP_SIZE,
+    _WORD_SPAN,
+    _box_array,
+    _box_row_error,
+    _byte_layout,
+    _check_view,
+    _checked_box,
+    _context_and_device,
+    _current_context_address,
+    _driver_layout,
+    _element_strides,
+    _exact_ints,
+    _im2col_begin,
+    _im2col_encode,
+    _kDLCUDA,
+    _new_map,
+    _packed_layout,
+    _require_view_device,
+    _scratch,
+    _view_of,
+)
 from cuda_core._tensor_map_types import (  # noqa: F401 - the enums are re-exported here
     _DATA_TYPE_SIZE,
     _SWIZZLE_SPAN,
@@ -59,9 +81,12 @@ _T = TypeVar("_T", bound="TensorMapDescriptor")
 #: Class attribute read by ``launch``: pass ``_karg`` (bytes) by value, with
 #: this (size, alignment) (see ``cuda_core._launcher``).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
-_MAP_SIZE = 128
-_MAP_ALIGN = 128  # CUDA 13 declares CUtensorMap alignas(128) (12.x: 64)
-_kDLCUDA = int(DLDeviceType.kDLCUDA)
+_TILED = "TensorMapDescriptor._from_tiled"
+_unpack = ffi.unpack  # bound once: a method looked up per call costs a new bound method
+_INTERLEAVE_NONE = TensorMapInterleave.NONE
+_SWIZZLE_NONE = TensorMapSwizzle.NONE
+_L2_NONE = TensorMapL2Promotion.NONE
+_OOB_NONE = TensorMapOOBFill.NONE
 
 
 @dataclass
@@ -103,14 +128,11 @@ class TensorMapDescriptorOptions:
     oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE
 
     def __post_init__(self) -> None:
-        self.box_dim = _int_tuple("box_dim", self.box_dim)
-        if self.element_strides is not None:
-            self.element_strides = _int_tuple("element_strides", self.element_strides)
-        self.data_type = _normalize_data_type(self.data_type)
-        self.interleave = _require_enum("interleave", self.interleave, TensorMapInterleave)
-        self.swizzle = _require_enum("swizzle", self.swizzle, TensorMapSwizzle)
-        self.l2_promotion = _require_enum("l2_promotion", self.l2_promotion, TensorMapL2Promotion)
-        self.oob_fill = _require_enum("oob_fill", self.oob_fill, TensorMapOOBFill)
+        enums = (self.interleave, self.swizzle, self.l2_promotion, self.oob_fill)
+        self.box_dim, self.element_strides, self.data_type, enums = _checked_options(
+            self.box_dim, self.element_strides, self.data_type, enums
+        )
+        self.interleave, self.swizzle, self.l2_promotion, self.oob_fill = enums
 
 
 class TensorMapDescriptor:
@@ -192,53 +214,9 @@ class TensorMapDescriptor:
         CUDAError
             If the driver rejects the descriptor.
         """
-        opts = _coerce_options(
-            box_dim,
-            options,
-            element_strides,
-            data_type,
-            interleave,
-            swizzle,
-            l2_promotion,
-            oob_fill,
-        )
-        self, rank, elem = _begin(cls, view, opts.data_type, "TensorMapDescriptor._from_tiled")
-        if not 1 <= rank <= 5:
-            raise ValueError(f"Tensor rank must be between 1 and 5, got {rank}")
-        box = opts.box_dim
-        if len(box) != rank:
-            raise ValueError(
-                f"box_dim must have {rank} elements (same as tensor rank), got {len(box)}"
-            )
-        for i, b in enumerate(box):
-            if not 1 <= b <= 256:
-                raise ValueError(f"box_dim[{i}] must be in [1, 256], got {b}")
-        estrides = _element_strides(opts.element_strides, rank)
-        dims, strides = _byte_layout(view, elem)
-        if opts.interleave == TensorMapInterleave.NONE:
-            row = box[-1] * _DATA_TYPE_SIZE[self._repr_info[2]]
-            if row % 16:
-                raise ValueError(
-                    f"box_dim[{rank - 1}] * element size ({row} bytes) must be a multiple of "
-                    "16 bytes"
-                )
-            span = _SWIZZLE_SPAN.get(opts.swizzle)
-            if span is not None and row > span:
-                raise ValueError(
-                    f"box_dim[{rank - 1}] * element size ({row} bytes) must not exceed the "
-                    f"swizzle span ({span} bytes)"
-                )
-        status = lib.cuTensorMapEncodeTiled(
-            *_encode_head(self, rank, dims, strides),
-            ffi.new("cuuint32_t[]", list(reversed(box))),
-            ffi.new("cuuint32_t[]", list(reversed(estrides))),
-            opts.interleave,
-            opts.swizzle,
-            opts.l2_promotion,
-            opts.oob_fill,
-        )
-        check(status, "cuTensorMapEncodeTiled")
-        return _finish(self, "tiled", opts.swizzle)
+        reuse = type(view) is _slots.strided_memory_view_if_loaded()
+        enums = (interleave, swizzle, l2_promotion, oob_fill)
+        return _tiled_from(cls, view, reuse, box_dim, options, element_strides, data_type, enums)
 
     @classmethod
     def _from_im2col(
@@ -268,11 +246,7 @@ class TensorMapDescriptor:
             view problems of :meth:`_from_tiled`.
         """
         _check_enums(interleave, swizzle, l2_promotion, oob_fill)
-        self, rank, elem = _begin(
-            cls, view, _normalize_data_type(data_type), "TensorMapDescriptor._from_im2col"
-        )
-        if not 3 <= rank <= 5:
-            raise ValueError(f"Im2col tensor rank must be between 3 and 5, got {rank}")
+        self, rank, elem = _im2col_begin(cls, view, data_type, "im2col")
         spatial = rank - 2
         lower = _int_tuple("pixel_box_lower_corner", pixel_box_lower_corner)
         upper = _int_tuple("pixel_box_upper_corner", pixel_box_upper_corner)
@@ -284,22 +258,14 @@ class TensorMapDescriptor:
             raise ValueError(
                 f"pixel_box_upper_corner must have {spatial} elements (rank - 2), got {len(upper)}"
             )
-        estrides = _element_strides(element_strides, rank)
-        head = _encode_head(self, rank, *_byte_layout(view, elem))
-        status = lib.cuTensorMapEncodeIm2col(
-            *head,
-            ffi.new("int[]", list(reversed(lower))),
-            ffi.new("int[]", list(reversed(upper))),
-            channels_per_pixel,
-            pixels_per_column,
-            ffi.new("cuuint32_t[]", list(reversed(estrides))),
-            interleave,
-            swizzle,
-            l2_promotion,
-            oob_fill,
+        return _im2col_encode(
+            self,
+            "im2col",
+            (lower, upper, channels_per_pixel, pixels_per_column),
+            element_strides,
+            elem,
+            (interleave, swizzle, l2_promotion, oob_fill),
         )
-        check(status, "cuTensorMapEncodeIm2col")
-        return _finish(self, "im2col", swizzle)
 
     @classmethod
     def _from_im2col_wide(
@@ -332,28 +298,20 @@ class TensorMapDescriptor:
         """
         _check_enums(interleave, swizzle, l2_promotion, oob_fill)
         mode = _require_enum("mode", mode, TensorMapIm2ColWideMode)
-        self, rank, elem = _begin(
-            cls, view, _normalize_data_type(data_type), "TensorMapDescriptor._from_im2col_wide"
+        self, _, elem = _im2col_begin(cls, view, data_type, "im2col_wide")
+        return _im2col_encode(
+            self,
+            "im2col_wide",
+            (
+                pixel_box_lower_corner_width,
+                pixel_box_upper_corner_width,
+                channels_per_pixel,
+                pixels_per_column,
+            ),
+            element_strides,
+            elem,
+            (interleave, mode, swizzle, l2_promotion, oob_fill),
         )
-        if not 3 <= rank <= 5:
-            raise ValueError(f"Im2col-wide tensor rank must be between 3 and 5, got {rank}")
-        estrides = _element_strides(element_strides, rank)
-        head = _encode_head(self, rank, *_byte_layout(view, elem))
-        status = lib.cuTensorMapEncodeIm2colWide(
-            *head,
-            pixel_box_lower_corner_width,
-            pixel_box_upper_corner_width,
-            channels_per_pixel,
-            pixels_per_column,
-            ffi.new("cuuint32_t[]", list(reversed(estrides))),
-            interleave,
-            mode,
-            swizzle,
-            l2_promotion,
-            oob_fill,
-        )
-        check(status, "cuTensorMapEncodeIm2colWide")
-        return _finish(self, "im2col_wide", swizzle)
 
     def replace_address(self, tensor: Any) -> None:
         """Point the tensor map at ``tensor``'s memory (same layout assumed).
@@ -378,6 +336,9 @@ class TensorMapDescriptor:
         view = tensor if isinstance(tensor, _slots.strided_memory_view()) else _view_of(tensor)
         _check_view(view)
         _require_view_device(view, self._device_id, "replace_address")
+        if self._map is None:  # a tiled map is encoded straight into _karg
+            _new_map(self)
+            ffi.memmove(self._map, self._karg, _MAP_SIZE)
         status = lib.cuTensorMapReplaceAddress(self._map, ffi.cast("void *", view.ptr))
         check(status, "cuTensorMapReplaceAddress")
         self._karg = bytes(ffi.buffer(self._map, _MAP_SIZE))
@@ -393,197 +354,198 @@ class TensorMapDescriptor:
 setattr(TensorMapDescriptor, KERNEL_ARG_MARKER, (_MAP_SIZE, 64))
 
 
-def tiled_from_view(view: Any, box_dim: Any, options: Any, **kwargs: Any) -> TensorMapDescriptor:
-    """``StridedMemoryView.as_tensor_map``: None enumeration arguments mean NONE."""
-    defaults = {
-        "interleave": TensorMapInterleave.NONE,
-        "swizzle": TensorMapSwizzle.NONE,
-        "l2_promotion": TensorMapL2Promotion.NONE,
-        "oob_fill": TensorMapOOBFill.NONE,
-    }
-    for name, default in defaults.items():
-        if kwargs[name] is None:
-            kwargs[name] = default
-    return TensorMapDescriptor._from_tiled(view, box_dim, options=options, **kwargs)
+def tiled_from_view(
+    view: Any, reuse: bool, args: tuple[Any, Any, Any, Any], enums: tuple[Any, Any, Any, Any]
+) -> TensorMapDescriptor:
+    """``StridedMemoryView.as_tensor_map``: None enumerations mean NONE.
+
+    ``args``: ``(box_dim, options, element_strides, data_type)``; ``enums``:
+    ``(interleave, swizzle, l2_promotion, oob_fill)``.  ``reuse``: ``view``
+    is a plain StridedMemoryView, whose driver-order layout may be kept on
+    it (its ``_tma_layout`` slot) for the next call.
+    """
+    interleave, swizzle, l2, oob = enums
+    enums = (
+        _INTERLEAVE_NONE if interleave is None else interleave,
+        _SWIZZLE_NONE if swizzle is None else swizzle,
+        _L2_NONE if l2 is None else l2,
+        _OOB_NONE if oob is None else oob,
+    )
+    box_dim, options, element_strides, data_type = args
+    return _tiled_from(
+        TensorMapDescriptor, view, reuse, box_dim, options, element_strides, data_type, enums
+    )
 
 
 # --------------------------------------------------------------------------
 # Helpers.
 # --------------------------------------------------------------------------
-def _coerce_options(
+def _checked_options(
+    box_dim: Any, element_strides: Any, data_type: Any, enums: tuple[Any, Any, Any, Any]
+) -> tuple[Any, Any, Any, tuple[Any, Any, Any, Any]]:
+    """The checks and conversions of :class:`TensorMapDescriptorOptions`, in its field order.
+
+    ``enums``: ``(interleave, swizzle, l2_promotion, oob_fill)``.
+    """
+    box = _int_tuple("box_dim", box_dim)
+    if element_strides is not None:
+        element_strides = _int_tuple("element_strides", element_strides)
+    if data_type is not None:
+        data_type = _normalize_data_type(data_type)
+    interleave, swizzle, l2, oob = enums
+    if (
+        type(interleave) is not TensorMapInterleave
+        or type(swizzle) is not TensorMapSwizzle
+        or type(l2) is not TensorMapL2Promotion
+        or type(oob) is not TensorMapOOBFill
+    ):
+        _check_enums(interleave, swizzle, l2, oob)
+    return box, element_strides, data_type, enums
+
+
+def _tiled_from(
+    cls: type[_T],
+    view: Any,
+    reuse: bool,
     box_dim: Any,
     options: Any,
     element_strides: Any,
     data_type: Any,
-    interleave: Any,
-    swizzle: Any,
-    l2: Any,
-    oob: Any,
-) -> TensorMapDescriptorOptions:
-    if options is not None:
-        if (
-            box_dim is not None
-            or element_strides is not None
-            or data_type is not None
-            or interleave != TensorMapInterleave.NONE
-            or swizzle != TensorMapSwizzle.NONE
-            or l2 != TensorMapL2Promotion.NONE
-            or oob != TensorMapOOBFill.NONE
-        ):
-            raise TypeError(
-                "Specify either options or the individual tensor map arguments, not both"
-            )
-        opts: TensorMapDescriptorOptions = check_or_create_options(
-            TensorMapDescriptorOptions, options, "Tensor map descriptor options"
+    enums: tuple[Any, Any, Any, Any],
+) -> _T:
+    """Check the options (bundled in ``options``, or one by one), then :func:`_tiled`.
+
+    A box and element strides checked here are plain-int tuples, which
+    ``_tensor_map_layout`` may key its packed arrays with; bundled options
+    may have been changed since they were checked.
+    """
+    if options is None:
+        if box_dim is None:
+            raise TypeError("box_dim is required unless options is provided")
+        box, estrides, data_type, enums = _checked_options(
+            box_dim, element_strides, data_type, enums
         )
-        return opts
-    if box_dim is None:
-        raise TypeError("box_dim is required unless options is provided")
-    return TensorMapDescriptorOptions(
-        box_dim=box_dim,
-        element_strides=element_strides,
-        data_type=data_type,
-        interleave=interleave,
-        swizzle=swizzle,
-        l2_promotion=l2,
-        oob_fill=oob,
+        return _tiled(cls, view, reuse, box, estrides, data_type, enums)
+    interleave, swizzle, l2, oob = enums
+    if (
+        box_dim is not None
+        or element_strides is not None
+        or data_type is not None
+        or interleave != _INTERLEAVE_NONE
+        or swizzle != _SWIZZLE_NONE
+        or l2 != _L2_NONE
+        or oob != _OOB_NONE
+    ):
+        raise TypeError("Specify either options or the individual tensor map arguments, not both")
+    opts: TensorMapDescriptorOptions = check_or_create_options(
+        TensorMapDescriptorOptions, options, "Tensor map descriptor options"
     )
+    box, estrides = opts.box_dim, opts.element_strides
+    enums = (opts.interleave, opts.swizzle, opts.l2_promotion, opts.oob_fill)
+    exact = _exact_ints(box) and (estrides is None or _exact_ints(estrides))
+    return _tiled(cls, view, reuse, box, estrides, opts.data_type, enums, exact)
 
 
-def _begin(cls: type[_T], view: Any, data_type: Any, operation: str) -> tuple[_T, int, int]:
-    """Check ``view``; return (descriptor, rank, element size).
+def _tiled(
+    cls: type[_T],
+    view: Any,
+    reuse_layout: bool,
+    box: Any,
+    element_strides: Any,
+    data_type: Any,
+    enums: tuple[Any, Any, Any, Any],
+    reuse_box: bool = True,
+) -> _T:
+    """Check ``view`` and the checked options; encode a tiled map.
 
-    The layout (``_byte_layout``) is checked afterwards, as upstream does:
-    the rank and box checks come first.
+    A view whose layout is kept (and a box already seen) is encoded by one
+    call into the extension that also reads the context: no check on the
+    Python side can fail any more, except those :meth:`__dlpack_device__`
+    makes.  Should anything fail, the long way below runs every check in
+    its order and raises what fails first.
     """
     _check_view(view)
-    c_ctx = _current_ctx()
-    if c_ctx == ffi.NULL:
-        raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
-    dev = ffi.new("CUdevice *")
-    check(lib.cuCtxGetDevice(dev), "cuCtxGetDevice")
-    device_id = int(dev[0])
-    _require_view_device(view, device_id, operation)
-    dtype = _resolve_data_type(view, data_type)
-    elem = _DATA_TYPE_SIZE[dtype]
-    rank = len(tuple(view.shape))
+    status_out, map_out = _scratch()
+    known = view._tma_layout if reuse_layout and data_type is None else None
+    interleave, swizzle, l2, oob = enums
+    if known is not None and reuse_box:
+        dtype, elem, rank, layout = known
+        packed = _BOX_ARRAYS.get(box if element_strides is None else (box, element_strides))
+        if (
+            packed is not None
+            and len(box) == rank
+            and _box_row_error(box, elem, interleave, swizzle) is None
+        ):
+            try:
+                device_type, device_id = view.__dlpack_device__()
+            except Exception:  # raised below, in its turn
+                device_type = None
+            if device_type is not None:
+                expected = device_id if device_type == _kDLCUDA else -1
+                context = lib.cc_tensor_map_encode_tiled_here(
+                    status_out,
+                    expected,
+                    map_out,
+                    dtype,
+                    rank,
+                    view.ptr,
+                    layout,
+                    packed,
+                    interleave,
+                    swizzle,
+                    l2,
+                    oob,
+                )
+                if context:
+                    device_id = status_out[1]
+                    return _tiled_result(cls, view, map_out, context, device_id, rank, dtype, enums)
+    context, device_id = _context_and_device(status_out)
+    _require_view_device(view, device_id, _TILED)
+    if known is None:
+        dtype = _resolve_data_type(view, data_type)
+        elem = _DATA_TYPE_SIZE[dtype]
+        rank = len(tuple(view.shape))
+    else:
+        dtype, elem, rank, layout = known
+    if not 1 <= rank <= 5:
+        raise ValueError(f"Tensor rank must be between 1 and 5, got {rank}")
+    packed = _checked_box(box, element_strides, rank, reuse_box)
+    if known is None:
+        layout = _packed_layout(*_byte_layout(view, elem))
+        if reuse_layout and data_type is None:
+            view._tma_layout = (dtype, elem, rank, layout)
+    problem = _box_row_error(box, elem, interleave, swizzle)
+    if problem is not None:
+        raise ValueError(problem)
+    if packed is None:
+        packed = _box_array(box, element_strides, rank, reuse_box)
+    status = lib.cc_tensor_map_encode_tiled(
+        map_out, dtype, rank, view.ptr, layout, packed, interleave, swizzle, l2, oob
+    )
+    if status:
+        check(status, "cuTensorMapEncodeTiled")
+    return _tiled_result(cls, view, map_out, context, device_id, rank, dtype, enums)
+
+
+def _tiled_result(
+    cls: type[_T],
+    view: Any,
+    map_out: Any,
+    context: int,
+    device_id: int,
+    rank: int,
+    dtype: Any,
+    enums: tuple[Any, Any, Any, Any],
+) -> _T:
+    """The descriptor of a map encoded into ``map_out``."""
+    if context < 0:
+        context += _WORD_SPAN
     self = object.__new__(cls)
-    self._storage = ffi.new("char[]", _MAP_SIZE + _MAP_ALIGN)
-    base = as_int_handle(self._storage)
-    self._map = ffi.cast("CUtensorMap *", base + (-base) % _MAP_ALIGN)
+    self._karg = _unpack(map_out, _MAP_SIZE)
+    self._storage = self._map = None
     self._source_ref = view.exporting_obj
     self._view_ref = view
-    self._context = as_int_handle(c_ctx)
+    self._context = context
     self._device_id = device_id
-    self._repr_info = [None, rank, dtype, None]
-    return self, rank, elem
-
-
-def _finish(self: _T, method: str, swizzle: TensorMapSwizzle) -> _T:
-    self._karg = bytes(ffi.buffer(self._map, _MAP_SIZE))
-    self._repr_info[0] = method
-    self._repr_info[3] = swizzle
-    self._repr_info = tuple(self._repr_info)
+    self._repr_info = ("tiled", rank, dtype, enums[1])
     return self
-
-
-def _check_view(view: Any) -> None:
-    if not view.is_device_accessible:
-        raise ValueError("The tensor must be device-accessible")
-    if view.ptr % 16:
-        raise ValueError(
-            f"Global memory address must be 16-byte aligned, got address 0x{view.ptr:x}"
-        )
-
-
-def _require_view_device(view: Any, expected_device_id: int, operation: str) -> None:
-    """Reject a tensor in another device's memory (host and managed memory pass)."""
-    device_type, device_id = view.__dlpack_device__()
-    if device_type == _kDLCUDA and device_id != expected_device_id:
-        raise ValueError(
-            f"{operation} expects tensor on device {expected_device_id}, got {device_id}"
-        )
-
-
-def _byte_layout(view: Any, elem: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Return (dims in data-type elements, byte strides), both row-major.
-
-    The view's strides count its own elements; a data type of another size
-    rescales the innermost extent (which must then hold whole elements).
-    """
-    shape = tuple(view.shape)
-    if not shape:
-        return (), ()
-    dtype = view.dtype
-    itemsize = dtype.itemsize if dtype is not None else elem
-    strides = view.strides
-    if strides is None:
-        strides = []
-        step = 1
-        for dim in reversed(shape):
-            strides.append(step)
-            step *= dim
-        strides = tuple(reversed(strides))
-    if shape[-1] != 1 and strides[-1] != 1:
-        raise ValueError(
-            f"the innermost dimension must be contiguous (stride 1), got stride {strides[-1]}"
-        )
-    byte_strides = tuple(s * itemsize for s in strides)
-    inner = shape[-1] * itemsize
-    if inner % elem:
-        raise ValueError(
-            f"the innermost extent ({inner} bytes) is not a whole number of {elem}-byte elements"
-        )
-    dims = shape[:-1] + (inner // elem,)
-    for i, (dim, stride) in enumerate(zip(dims[:-1], byte_strides[:-1])):
-        if dim > 1 and stride % 16:
-            raise ValueError(
-                f"the stride of dimension {i} ({stride} bytes) must be a multiple of 16 bytes"
-            )
-    return dims, byte_strides
-
-
-def _driver_layout(dims: tuple[int, ...], byte_strides: tuple[int, ...]) -> tuple[Any, Any]:
-    """Innermost-first ``globalDim`` and ``globalStrides`` (the rank - 1 outer strides)."""
-    c_dims = ffi.new("cuuint64_t[]", list(reversed(dims)))
-    outer = list(reversed(byte_strides[:-1]))
-    c_strides = ffi.new("cuuint64_t[]", outer or [0])
-    return c_dims, c_strides
-
-
-def _element_strides(element_strides: Any, rank: int) -> tuple[int, ...]:
-    """Return the checked ``element_strides`` tuple (None: all 1)."""
-    if element_strides is None:
-        return (1,) * rank
-    strides = _int_tuple("element_strides", element_strides)
-    if len(strides) != rank:
-        raise ValueError(f"element_strides must have {rank} elements, got {len(strides)}")
-    for i, s in enumerate(strides):
-        if not 1 <= s <= 8:
-            raise ValueError(f"element_strides[{i}] must be in [1, 8], got {s}")
-    return strides
-
-
-def _encode_head(
-    self: TensorMapDescriptor, rank: int, dims: tuple[int, ...], strides: tuple[int, ...]
-) -> tuple[Any, ...]:
-    """Return the arguments every ``cuTensorMapEncode*`` call starts with.
-
-    ``(map, data type, rank, address, dims, strides)``: the dims and byte
-    strides (from :func:`_byte_layout`) reversed into driver order.
-    """
-    c_dims, c_strides = _driver_layout(dims, strides)
-    c_ptr = ffi.cast("void *", self._view_ref.ptr)
-    return (self._map, self._repr_info[2], rank, c_ptr, c_dims, c_strides)
-
-
-def _current_context_address() -> int:
-    c_ctx = _current_ctx()
-    if c_ctx == ffi.NULL:
-        raise RuntimeError("TensorMapDescriptor requires an active CUDA context")
-    address: int = as_int_handle(c_ctx)
-    return address
-
-
-def _view_of(tensor: object) -> Any:
-    return _slots.strided_memory_view().from_any_interface(tensor, stream_ptr=-1)

@@ -161,6 +161,12 @@ def _resolve_data_type(view: Any, data_type: Any) -> TensorMapDataType:
 
 
 def _int_tuple(name: str, values: Any) -> tuple[int, ...]:
+    if type(values) is tuple:  # the common case, a tuple of plain ints, as it is
+        for value in values:
+            if type(value) is not int:
+                break
+        else:
+            return values
     try:
         values = tuple(values)
     except TypeError:

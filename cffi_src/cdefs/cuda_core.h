@@ -90,6 +90,19 @@ int cc_push_ctx(CUcontext ctx);
 CUresult cc_pop_ctx(void);
 CUcontext cc_current_ctx(void);
 
+/* TMA tensor maps (tensor_map.c): the current context and its device in
+   one call (out[0] the status, out[1] the device); a tiled encode from
+   packed driver-order arrays into 128 bytes at out; both at once, giving 0
+   for any failure (the caller then finds which). */
+intptr_t cc_context_device(int *out);
+CUresult cc_tensor_map_encode_tiled(char *out, int dtype, unsigned int rank, uintptr_t address,
+                                    const cuuint64_t *layout, const cuuint32_t *box,
+                                    int interleave, int swizzle, int l2, int oob);
+intptr_t cc_tensor_map_encode_tiled_here(int *out2, int device, char *out, int dtype,
+                                         unsigned int rank, uintptr_t address,
+                                         const cuuint64_t *layout, const cuuint32_t *box,
+                                         int interleave, int swizzle, int l2, int oob);
+
 /* DLPack bridge and pool allocations (memory.c). */
 int cc_dlpack_set_bridge(const char *module, const char *attr);
 int cc_dlpack_export(long long token, int versioned, void *data, int32_t device_type,

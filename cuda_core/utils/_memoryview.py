@@ -20,9 +20,9 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import cuda_core._slots as _slots
-import cuda_core._tensor_map as _tensor_map
 from cuda_core._memory import _dlpack
 from cuda_core._memory._buffer import Buffer
+from cuda_core._tensor_map import tiled_from_view
 from cuda_core.utils._memoryview_exchange import export_capsule, install
 from cuda_core.utils._memoryview_layout import _require_tuple, _StridedLayout
 from cuda_core.utils._memoryview_protocols import (
@@ -106,6 +106,8 @@ class StridedMemoryView:
         "_metadata",
         "_consumed",
         "_lazy_dtype",
+        "_dl_device",
+        "_tma_layout",
         "__weakref__",
     )
 
@@ -120,6 +122,8 @@ class StridedMemoryView:
     _metadata: Any
     _consumed: Any  # the imported DLPack capsule's state, if any
     _lazy_dtype: Callable[[], numpy.dtype[Any]] | None
+    _dl_device: tuple[int, int] | None  # the viewed Buffer's, once classified
+    _tma_layout: Any  # kept by cuda_core._tensor_map for the next as_tensor_map
 
     def __init__(self, obj: Any = None, stream_ptr: int | None = None) -> None:
         _reset(self)
@@ -205,10 +209,15 @@ class StridedMemoryView:
             return (device_type, 0)
         if not self._is_device_accessible:
             return (_kDLCPU, 0)
-        buf = self._get_buffer()
+        buf = self._buffer
+        if buf is None:
+            buf = self._get_buffer()
         if buf.is_closed:
             raise BufferError("the viewed Buffer is closed")
-        return _dlpack.classify_dl_device(buf)
+        device = self._dl_device
+        if device is None:  # a Buffer's kind of memory never changes
+            device = self._dl_device = _dlpack.classify_dl_device(buf)
+        return device
 
     @classmethod
     def from_dlpack(cls, obj: Any, stream_ptr: int | None = None) -> StridedMemoryView:
@@ -406,17 +415,9 @@ class StridedMemoryView:
         :meth:`TensorMapDescriptor._from_tiled
         <cuda_core.TensorMapDescriptor._from_tiled>` for the checks made.
         """
-        return _tensor_map.tiled_from_view(
-            self,
-            box_dim,
-            options,
-            element_strides=element_strides,
-            data_type=data_type,
-            interleave=interleave,
-            swizzle=swizzle,
-            l2_promotion=l2_promotion,
-            oob_fill=oob_fill,
-        )
+        args = (box_dim, options, element_strides, data_type)
+        enums = (interleave, swizzle, l2_promotion, oob_fill)
+        return tiled_from_view(self, type(self) is StridedMemoryView, args, enums)
 
     def copy_from(
         self, other: Any, stream: Any, allocator: Any = None, blocking: bool | None = None

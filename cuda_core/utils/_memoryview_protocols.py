@@ -101,6 +101,8 @@ def _reset(view: StridedMemoryView) -> None:
     view._metadata = None
     view._consumed = None
     view._lazy_dtype = None
+    view._dl_device = None
+    view._tma_layout = None
 
 
 def _has_dlpack(obj: object) -> bool:
