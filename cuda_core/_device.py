@@ -566,9 +566,11 @@ class _ThreadKeys(list[int]):
 
     __slots__ = ()
 
-    def __del__(self) -> None:
+    def __del__(self, _by_key: dict[int, Device] = _BY_KEY) -> None:
+        # The table is bound here: at interpreter exit CPython may have set
+        # this module's globals to None before the main thread's locals go.
         for key in self:
-            _BY_KEY.pop(key, None)
+            _by_key.pop(key, None)
 
 
 def _remember_current(dev: Device) -> None:
