@@ -30,9 +30,10 @@ from cuda_core._device_properties import DeviceProperties
 from cuda_core._device_resources import DeviceResources
 from cuda_core._device_textures import TextureFactories
 from cuda_core._errors import CUDAError, check
-from cuda_core._event import Event, _new_event
+from cuda_core._event import Event, _new_event, _OpenEvent
 from cuda_core._event import _adopt as _adopt_event
 from cuda_core._green_context import create_green_context
+from cuda_core._lifetime import GUARD_HANDLES as _GUARD_HANDLES
 from cuda_core._lifetime import require_open
 from cuda_core._loader import device_count, init_driver
 from cuda_core._memory import MemoryResource, _default_memory_resource
@@ -320,7 +321,17 @@ class Device(TextureFactories):
         if options is None:  # the common case, inline (see _new_event)
             c_event = _cc_event_new_untimed(self._c_ctx)  # _c_ctx is _context's handle
             if c_event:
-                return _adopt_event(c_event, self._context, _DISABLE_TIMING)
+                if _GUARD_HANDLES:  # PyPy: its JIT inlines the one constructor
+                    return _adopt_event(c_event, self._context, _DISABLE_TIMING)
+                # CPython: _adopt_event's untimed event inline (the call was a tenth
+                # of the event cycle); tests/device/test_adopt.py checks both agree.
+                event = _OpenEvent()
+                event._handle = c_event
+                event._ctx = self._context
+                event._flags = _DISABLE_TIMING
+                event._closed = False
+                event._share = None
+                return event
         return _new_event(Event, options, self._context, False)
 
     def allocate(self, size: int, *, stream: Stream | GraphBuilder) -> Buffer:

@@ -531,7 +531,17 @@ def _new_default_stream(ctx: Context) -> Stream:
     c_stream = _cc_stream_new(ctx._handle)
     if not c_stream:
         check(_cc_status())
-    return _adopt(c_stream, _cc_last_handle(), ctx)
+    if GUARD_HANDLES:  # PyPy: its JIT inlines the one constructor
+        return _adopt(c_stream, _cc_last_handle(), ctx)
+    # CPython: _adopt's owned stream inline (the call was a tenth of the
+    # create/close cycle); tests/device/test_adopt.py checks both agree.
+    self = _OpenStream()
+    self._handle = c_stream
+    self._h = _cc_last_handle()
+    self._kind = _OWNED
+    self._ctx = ctx
+    self._closed = False
+    return self
 
 
 def _adopt(

@@ -119,3 +119,48 @@ def test_event_of_a_subclass_is_its_open_twin(destroyed):
     del e
     _collect()
     assert destroyed == [0x8000]
+
+
+_UNSET = object()
+
+
+def _state(obj):
+    """Every slot of ``obj`` (the guard only as present or not): what a constructor fills in."""
+    names = {n for k in type(obj).__mro__ for n in k.__dict__.get("__slots__", ())}
+    out = {n: getattr(obj, n, _UNSET) for n in names - {"_guard"}}
+    out["_guard"] = getattr(obj, "_guard", None) is not None
+    return type(obj), out
+
+
+def test_create_event_makes_what_adopt_makes(destroyed, monkeypatch):
+    # Device.create_event's common case builds the event inline on CPython.
+    import cuda_core._device as device_mod
+
+    c_event = ffi.cast("CUevent", 0x9000)
+    monkeypatch.setattr(device_mod, "_cc_event_new_untimed", lambda c_ctx: c_event)
+    dev = object.__new__(device_mod.Device)
+    dev._has_inited, dev._c_ctx, dev._context = True, None, None
+    made = dev.create_event()
+    want = event_mod._adopt(c_event, None, event_mod._DISABLE_TIMING)
+    assert _state(made) == _state(want)
+    del made, want
+    _collect()
+    assert destroyed == [0x9000, 0x9000]  # each by its safety net, once
+
+
+def test_new_default_stream_makes_what_adopt_makes(destroyed, monkeypatch):
+    # _new_default_stream (Device.create_stream()) builds the stream inline on CPython.
+    c_stream = ffi.cast("CUstream", 0xA000)
+    monkeypatch.setattr(stream_mod, "_cc_stream_new", lambda c_ctx: c_stream)
+    monkeypatch.setattr(stream_mod, "_cc_last_handle", lambda: 0xA000)
+
+    class Ctx:
+        _handle = None
+
+    ctx = Ctx()
+    made = stream_mod._new_default_stream(ctx)
+    want = stream_mod._adopt(c_stream, 0xA000, ctx)
+    assert _state(made) == _state(want) and made._ctx is ctx
+    del made, want
+    _collect()
+    assert destroyed == [0xA000, 0xA000]
