@@ -145,6 +145,20 @@ def raise_released(claim: Claim) -> NoReturn:
     raise RuntimeError(f"the {claim.what} has been released")
 
 
+def creation_failed(claim: Claim, status: int, what: str) -> None:
+    """Raise what failed after a ``cc_*_object_new`` gave no handle.
+
+    ``status`` is the extension's (``cc_status()``): the claim was refused
+    (its handle released: RuntimeError), or ``what`` failed (the claim taken
+    with the object is dropped, then CUDAError).  A status of 0 returns.
+    """
+    if status:
+        if status == lib.CC_CLAIM_RELEASED:
+            raise_released(claim)
+        claim.release()
+        check(status, what)
+
+
 def finish_release(what: str, result: int, claim: Claim, raising: bool) -> None:
     """Complete an object's release after ``cc_*_object_release`` returned ``result``.
 

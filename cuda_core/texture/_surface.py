@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from cuda_core._cuda_ffi import lib
-from cuda_core._errors import check
 from cuda_core._lifetime import open_class
 from cuda_core.texture._base import BoundObject
-from cuda_core.texture._handle import bound_finalizer, finish_release, raise_released
+from cuda_core.texture._handle import bound_finalizer, creation_failed, finish_release
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.texture._texture import KERNEL_ARG_MARKER, _closed_argument
 
@@ -18,7 +17,6 @@ __all__ = ["SurfaceObject"]
 _surf_new = lib.cc_surf_object_new
 _surf_release = lib.cc_surf_object_release
 _status = lib.cc_status
-_CLAIM_RELEASED = lib.CC_CLAIM_RELEASED
 
 
 class SurfaceObject(BoundObject):
@@ -104,12 +102,7 @@ def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) 
     claim = array._shared  # taken with the object
     handle = _surf_new(c_ctx, resource._c_res or resource._fill_array(), claim._c_claims)
     if not handle:
-        status = _status()
-        if status:
-            if status == _CLAIM_RELEASED:
-                raise_released(claim)
-            claim.release()
-            check(status, "cuSurfObjectCreate")
+        creation_failed(claim, _status(), "cuSurfObjectCreate")
     self = _OpenSurface()
     self._handle = handle
     self._pending = [(handle, claim)]

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cuda_core._coerce import check_or_create_options, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
-from cuda_core._errors import check
 from cuda_core._lifetime import open_class
 from cuda_core.texture._base import BoundObject
-from cuda_core.texture._handle import bound_finalizer, finish_release, raise_released
+from cuda_core.texture._handle import bound_finalizer, creation_failed, finish_release
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.typing import AddressModeType, FilterModeType, ReadModeType
 
@@ -29,7 +28,6 @@ KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 _tex_new = lib.cc_tex_object_new
 _tex_release = lib.cc_tex_object_release
 _status = lib.cc_status
-_CLAIM_RELEASED = lib.CC_CLAIM_RELEASED
 
 _ADDRESS_MODES = {
     AddressModeType.WRAP: lib.CU_TR_ADDRESS_MODE_WRAP,
@@ -225,12 +223,7 @@ def _create_texture_object(
         res, claim, buf = resource._bind()
     handle = _tex_new(c_ctx, res, tex, claim._c_claims)
     if not handle:
-        status = _status()
-        if status:
-            if status == _CLAIM_RELEASED:
-                raise_released(claim)
-            claim.release()
-            check(status, "cuTexObjectCreate")
+        creation_failed(claim, _status(), "cuTexObjectCreate")
     self = _OpenTexture()
     self._handle = handle
     self._pending = [(handle, claim)]

@@ -3,8 +3,7 @@
    cuda_core's discard_batch / prefetch_batch / Buffer.fill, with no Python
    in between.
 
-   Build (no CUDA headers needed: the driver is opened with dlopen and its
-   entry points found with cuGetProcAddress_v2, as cuda_core does):
+   Build (no CUDA headers needed: see driver_entry.h, beside this file):
        cc -O2 -o managed_discard_repro managed_discard_repro.c -ldl
    Run:
        ./managed_discard_repro WRITE ORDER ITERATIONS [SECONDS]
@@ -41,39 +40,22 @@
    no synchronize orders it, a 2 ms wait or the combined discard-and-prefetch
    call does.  cuda_core's discard_batch uses the combined call.
 */
-#include <dlfcn.h>
+#include "driver_entry.h"
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUstream;
 typedef void *CUevent;
 typedef unsigned long long CUdeviceptr;
 typedef struct { int type; int id; } CUmemLocation;
 
-#define CU_STREAM_NON_BLOCKING 1
 #define CU_MEM_ATTACH_GLOBAL 1
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
 #define CU_MEM_LOCATION_TYPE_HOST 2
-#define CU_GET_PROC_ADDRESS_LEGACY_STREAM 1
 
 #define NRANGES 4
 #define RANGE (4u << 20)
 
-typedef CUresult (*getproc_t)(const char *, void **, int, unsigned long long, int *);
-static CUresult (*p_cuInit)(unsigned);
-static CUresult (*p_cuDeviceGet)(CUdevice *, int);
-static CUresult (*p_cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-static CUresult (*p_cuCtxSetCurrent)(CUcontext);
-static CUresult (*p_cuCtxSynchronize)(void);
-static CUresult (*p_cuStreamCreate)(CUstream *, unsigned);
-static CUresult (*p_cuStreamSynchronize)(CUstream);
 static CUresult (*p_cuEventCreate)(CUevent *, unsigned);
 static CUresult (*p_cuEventRecord)(CUevent, CUstream);
 static CUresult (*p_cuEventSynchronize)(CUevent);
@@ -88,44 +70,11 @@ static CUresult (*p_cuMemDiscardAndPrefetchBatchAsync)(CUdeviceptr *, size_t *, 
                                                        CUmemLocation *, size_t *, size_t,
                                                        unsigned long long, CUstream);
 
-#define CK(call)                                                                   \
-    do {                                                                           \
-        CUresult r_ = (call);                                                      \
-        if (r_) {                                                                  \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, r_); \
-            exit(2);                                                               \
-        }                                                                          \
-    } while (0)
-
-static void resolve(getproc_t gp, const char *name, void *slot, int version) {
-    void *p = NULL;
-    int status = 0;
-    if (gp(name, &p, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) || p == NULL) {
-        fprintf(stderr, "no %s in this driver\n", name);
-        exit(3);
-    }
-    memcpy(slot, &p, sizeof p);
-}
-
-static void load(void) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
-        exit(3);
-    }
-    getproc_t gp = (getproc_t)dlsym(lib, "cuGetProcAddress_v2");
-    if (!gp) {
-        fprintf(stderr, "no cuGetProcAddress_v2\n");
-        exit(3);
-    }
-#define R(name, ver) resolve(gp, #name, &p_##name, ver)
-    R(cuInit, 12080);
-    R(cuDeviceGet, 12080);
-    R(cuDevicePrimaryCtxRetain, 12080);
-    R(cuCtxSetCurrent, 12080);
-    R(cuCtxSynchronize, 12080);
-    R(cuStreamCreate, 12080);
-    R(cuStreamSynchronize, 12080);
+/* The driver, device 0's primary context current, and a new stream. */
+static CUstream load(void) {
+    getproc_t gp;
+    CUstream stream = driver_start(&gp);
+#define R(name, ver) DRIVER_RESOLVE(gp, name, ver)
     R(cuEventCreate, 12080);
     R(cuEventRecord, 12080);
     R(cuEventSynchronize, 12080);
@@ -136,6 +85,7 @@ static void load(void) {
     R(cuMemDiscardBatchAsync, 13000);
     R(cuMemDiscardAndPrefetchBatchAsync, 13000);
 #undef R
+    return stream;
 }
 
 /* One batch call for n ranges to one location (what cuda_core passes: one
@@ -159,16 +109,8 @@ int main(int argc, char **argv) {
     const char *write = argv[1], *order = argv[2];
     long iterations = atol(argv[3]);
     double seconds = argc > 4 ? atof(argv[4]) : 1e9;
-    load();
-    CUdevice dev;
-    CUcontext ctx;
-    CUstream s;
+    CUstream s = load();
     CUevent ev;
-    CK(p_cuInit(0));
-    CK(p_cuDeviceGet(&dev, 0));
-    CK(p_cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(p_cuCtxSetCurrent(ctx));
-    CK(p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CK(p_cuEventCreate(&ev, 2 /* CU_EVENT_DISABLE_TIMING */));
     CUmemLocation on_dev = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
     CUmemLocation on_host = {CU_MEM_LOCATION_TYPE_HOST, 0};

@@ -5,8 +5,7 @@
    does nothing, instantiate, optionally launch, destroy the executable and
    the graph; synchronize the stream every 16 cycles.
 
-   Build (no CUDA headers needed: the driver is opened with dlopen and its
-   entry points found with cuGetProcAddress_v2, as cuda_core does):
+   Build (no CUDA headers needed: see driver_entry.h, beside this file):
        cc -O2 -o user_object_launch_rss user_object_launch_rss.c -ldl
    Run:
        ./user_object_launch_rss USER_OBJECT LAUNCH CYCLES
@@ -24,36 +23,19 @@
    "Soak"): host memory grows by some hundred bytes a cycle with a user
    object and a launch, and stays flat without either.
 */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "driver_entry.h"
 #include <unistd.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUstream;
 typedef void *CUgraph;
 typedef void *CUgraphExec;
 typedef void *CUuserObject;
 typedef void (*CUhostFn)(void *);
 
-#define CU_STREAM_NON_BLOCKING 1
 #define CU_USER_OBJECT_NO_DESTRUCTOR_SYNC 1
 #define CU_GRAPH_USER_OBJECT_MOVE 1
-#define CU_GET_PROC_ADDRESS_LEGACY_STREAM 1
 #define WARMUP 2000
 #define SAMPLES 10
 
-typedef CUresult (*getproc_t)(const char *, void **, int, unsigned long long, int *);
-static CUresult (*p_cuInit)(unsigned);
-static CUresult (*p_cuDeviceGet)(CUdevice *, int);
-static CUresult (*p_cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-static CUresult (*p_cuCtxSetCurrent)(CUcontext);
-static CUresult (*p_cuCtxSynchronize)(void);
-static CUresult (*p_cuStreamCreate)(CUstream *, unsigned);
-static CUresult (*p_cuStreamSynchronize)(CUstream);
 static CUresult (*p_cuGraphCreate)(CUgraph *, unsigned);
 static CUresult (*p_cuGraphDestroy)(CUgraph);
 static CUresult (*p_cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
@@ -62,44 +44,11 @@ static CUresult (*p_cuGraphExecDestroy)(CUgraphExec);
 static CUresult (*p_cuUserObjectCreate)(CUuserObject *, void *, CUhostFn, unsigned, unsigned);
 static CUresult (*p_cuGraphRetainUserObject)(CUgraph, CUuserObject, unsigned, unsigned);
 
-#define CK(call)                                                                   \
-    do {                                                                           \
-        CUresult r_ = (call);                                                      \
-        if (r_) {                                                                  \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, r_); \
-            exit(2);                                                               \
-        }                                                                          \
-    } while (0)
-
-static void resolve(getproc_t gp, const char *name, void *slot, int version) {
-    void *p = NULL;
-    int status = 0;
-    if (gp(name, &p, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) || p == NULL) {
-        fprintf(stderr, "no %s in this driver\n", name);
-        exit(3);
-    }
-    memcpy(slot, &p, sizeof p);
-}
-
-static void load(void) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
-        exit(3);
-    }
-    getproc_t gp = (getproc_t)dlsym(lib, "cuGetProcAddress_v2");
-    if (!gp) {
-        fprintf(stderr, "no cuGetProcAddress_v2\n");
-        exit(3);
-    }
-#define R(name) resolve(gp, #name, &p_##name, 12080)
-    R(cuInit);
-    R(cuDeviceGet);
-    R(cuDevicePrimaryCtxRetain);
-    R(cuCtxSetCurrent);
-    R(cuCtxSynchronize);
-    R(cuStreamCreate);
-    R(cuStreamSynchronize);
+/* The driver, device 0's primary context current, and a new stream. */
+static CUstream load(void) {
+    getproc_t gp;
+    CUstream stream = driver_start(&gp);
+#define R(name) DRIVER_RESOLVE(gp, name, 12080)
     R(cuGraphCreate);
     R(cuGraphDestroy);
     R(cuGraphInstantiateWithFlags);
@@ -108,6 +57,7 @@ static void load(void) {
     R(cuUserObjectCreate);
     R(cuGraphRetainUserObject);
 #undef R
+    return stream;
 }
 
 static long rss_kib(void) {
@@ -155,15 +105,7 @@ int main(int argc, char **argv) {
     int user_object = atoi(argv[1]), launch = atoi(argv[2]);
     long cycles = atol(argv[3]), every = cycles / SAMPLES, i;
     if (every < 1) every = 1;
-    CUdevice dev;
-    CUcontext ctx;
-    CUstream stream;
-    load();
-    CK(p_cuInit(0));
-    CK(p_cuDeviceGet(&dev, 0));
-    CK(p_cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(p_cuCtxSetCurrent(ctx));
-    CK(p_cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CUstream stream = load();
     if (launch == 2) {
         CUgraph graph;
         CK(p_cuGraphCreate(&graph, 0));
