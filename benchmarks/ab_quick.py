@@ -40,24 +40,18 @@ MIN_TIME = 0.05
 
 def _launch_cases(core, cubin):
     """``{case: fn}`` launching the kernels of bench_launch ``LAUNCHES`` times, then syncing."""
+    import bench_launch
+
     dev = core.Device(0)
     dev.set_current()
     stream = dev.create_stream()
     module = core.ObjectCode.from_cubin(cubin)
     scratch = dev.allocate(512 * 4, stream=stream)
     stream.sync()
-    ptrs = tuple(int(scratch.handle) + 4 * i for i in range(512))
-    doubles = tuple(1.2345 + i for i in range(512))
     config = core.LaunchConfig(grid=1, block=1)
     go = core.launch
     cases = {}
-    for case, name, args in (
-        ("empty kernel", "empty_kernel", ()),
-        ("1 pointer arg", "small_kernel", ptrs[:1]),
-        ("16 args", "small_kernel_16_args", ptrs[:16]),
-        ("256 args", "small_kernel_256_args", ptrs[:256]),
-        ("512 doubles", "small_kernel_512_doubles", doubles),
-    ):
+    for case, name, args in bench_launch.launch_cases(int(scratch.handle)):
         kernel = module.get_kernel(name)
 
         def fn(kernel=kernel, args=args):

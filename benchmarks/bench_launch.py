@@ -85,6 +85,23 @@ extern "C" __global__ void small_kernel_512_doubles(
 """
 
 
+def launch_cases(scratch_address):
+    """``[(case, kernel name, args)]``: the launches timed, by row.
+
+    Pointer arguments are Python ints inside a scratch allocation of at
+    least 2 KiB at ``scratch_address``; the doubles are Python floats.
+    """
+    ptrs = tuple(scratch_address + 4 * i for i in range(512))
+    doubles = tuple(1.2345 + i for i in range(512))
+    return [
+        ("empty kernel", "empty_kernel", ()),
+        ("1 pointer arg", "small_kernel", ptrs[:1]),
+        ("16 args", "small_kernel_16_args", ptrs[:16]),
+        ("256 args", "small_kernel_256_args", ptrs[:256]),
+        ("512 doubles", "small_kernel_512_doubles", doubles),
+    ]
+
+
 def _no_gpu_reason():
     try:
         from cuda_core import Device
@@ -234,15 +251,7 @@ def main():
 
     scratch = dev.allocate(512 * 4, stream=stream)
     stream.sync()
-    ptrs = tuple(scratch.handle + 4 * i for i in range(512))
-    doubles = tuple(1.2345 + i for i in range(512))
-    cases = [
-        ("empty kernel", "empty_kernel", ()),
-        ("1 pointer arg", "small_kernel", ptrs[:1]),
-        ("16 args", "small_kernel_16_args", ptrs[:16]),
-        ("256 args", "small_kernel_256_args", ptrs[:256]),
-        ("512 doubles", "small_kernel_512_doubles", doubles),
-    ]
+    cases = launch_cases(int(scratch.handle))
 
     peers = {}
     cc = nvidia_core("launch")

@@ -60,8 +60,6 @@ prog = Program(BL.KERNEL_SOURCE, "c++", options=ProgramOptions(arch=f"sm_{dev.ar
 module = prog.compile("cubin")
 scratch = dev.allocate(512 * 4, stream=stream)
 stream.sync()
-ptrs = tuple(scratch.handle + 4 * i for i in range(512))
-doubles = tuple(1.2345 + i for i in range(512))
 config = LaunchConfig(grid=1, block=1)
 cfg = config._prepare()[1]
 s_h = stream._h
@@ -88,11 +86,7 @@ def nop():
     pass
 
 
-for case, name, args in [
-    ("16 args", "small_kernel_16_args", ptrs[:16]),
-    ("256 args", "small_kernel_256_args", ptrs[:256]),
-    ("512 doubles", "small_kernel_512_doubles", doubles),
-]:
+for case, name, args in BL.launch_cases(int(scratch.handle))[2:]:  # 16, 256 args, 512 doubles
     kernel = module.get_kernel(name)
     plan, blob = _arg_plan._packed_arguments(kernel, args, cfg, s_h)
     c_blob = ffi.new("char[]", blob)
