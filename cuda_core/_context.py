@@ -438,15 +438,23 @@ def _current_device_id_or_none() -> int | None:
     return int(out.dev[0])
 
 
-def _current_device_arch() -> str:
-    """Return the compute capability digits (``"90"``) of ``Device()``'s device.
+def _current_device_or_0() -> int:
+    """Return ``Device()``'s ordinal: the current context's device, else 0.
 
-    That is the device of the calling thread's current context, or device 0
-    where no context is current; only the driver is asked.
+    Device 0 where no context is current, as the CUDA runtime does; only
+    the driver is asked (initialized here if it was not).
     """
     init_driver()
-    c_ctx = _current_ctx()
-    device_id = 0 if c_ctx == ffi.NULL else _device_of_ctx(c_ctx)
+    if _current_ctx() == ffi.NULL:
+        return 0
+    out = _bufs().dev
+    check(lib.cuCtxGetDevice(out))
+    return int(out[0])
+
+
+def _current_device_arch() -> str:
+    """Return the compute capability digits (``"90"``) of ``Device()``'s device."""
+    device_id = _current_device_or_0()
     out = _bufs().i32
     check(
         lib.cuDeviceGetAttribute(out, lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_id)

@@ -17,8 +17,8 @@ from cuda_core._coerce import index_or_none
 from cuda_core._context import (
     Context,
     _context_of,
-    _ctx_out,
-    _dev_out,
+    _current_ctx,
+    _current_device_or_0,
     _pop,
     _push_if_needed,
     _tls,
@@ -35,7 +35,7 @@ from cuda_core._event import _adopt as _adopt_event
 from cuda_core._green_context import create_green_context
 from cuda_core._lifetime import GUARD_HANDLES as _GUARD_HANDLES
 from cuda_core._lifetime import require_open
-from cuda_core._loader import device_count, init_driver
+from cuda_core._loader import device_count
 from cuda_core._memory import MemoryResource, _default_memory_resource
 from cuda_core._stream import Stream, _create_stream, _new_default_stream
 
@@ -50,12 +50,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ComputeCapability", "Device"]
 
-_properties: dict[
-    int, DeviceProperties
-] = {}  # ordinal -> DeviceProperties (process-wide, values are device facts)
-_facts: dict[
-    tuple[int, str], Any
-] = {}  # (ordinal, what) -> cached value (name, uuid, compute capability)
+#: ordinal -> DeviceProperties (process-wide, values are device facts)
+_properties: dict[int, DeviceProperties] = {}
+#: (ordinal, what) -> cached value (name, uuid, compute capability)
+_facts: dict[tuple[int, str], Any] = {}
 _DISABLE_TIMING = lib.CU_EVENT_DISABLE_TIMING
 # Hot-path entry points bound once: a module global is cheaper than ``lib.X``.
 _cc_current_device_key = lib.cc_current_device_key
@@ -217,10 +215,7 @@ class Device(TextureFactories):
                 f"the provided context was created on the device with id={ctx._device_id}, "
                 f"which is different from the target id={self._device_id}"
             )
-        out = _ctx_out()
-        check(lib.cuCtxGetCurrent(out))
-        c_prev = out[0]
-        previous = _context_of(c_prev)
+        previous = _context_of(_current_ctx())
         check(lib.cuCtxSetCurrent(ctx._handle))
         self._c_ctx = ctx._handle
         self._context = ctx
@@ -534,15 +529,7 @@ def _lookup_device(cls: type[Device], device_id: object) -> Device:
     if isinstance(device_id, Device):
         return device_id
     if device_id is None:
-        init_driver()
-        out = _ctx_out()
-        check(lib.cuCtxGetCurrent(out))
-        if out[0] == ffi.NULL:
-            device_id = 0  # no current context: device 0, as the CUDA runtime does
-        else:
-            dev_out = _dev_out()
-            check(lib.cuCtxGetDevice(dev_out))
-            device_id = int(dev_out[0])
+        device_id = _current_device_or_0()
         current = True
     else:
         value = index_or_none(device_id)

@@ -13,16 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cuda_core._coerce import as_size as _as_size
-from cuda_core._cuda_ffi import lib
 from cuda_core._default_stream import default_stream as _default_stream
-from cuda_core._errors import check
 from cuda_core._lifetime import GUARD_HANDLES, ClosedFlag, open_class, require_open
 from cuda_core._memory import _ipc
-from cuda_core._memory._buffer_helpers import (
-    _as_address,
-    _parse_fill_value,
-    _query_memory_attrs,
-)
+from cuda_core._memory._buffer_helpers import _as_address, _fill_async, _query_memory_attrs
 from cuda_core._memory._copy_with_options import copy_one
 from cuda_core._memory._dlpack import BufferExports
 from cuda_core._memory._memory_resource import MemoryResource
@@ -494,18 +488,7 @@ class Buffer(BufferExports, ClosedFlag):
         """
         require_open(self._closed, "Buffer")
         s = _as_stream(stream)
-        val, width = _parse_fill_value(value)
-        size = self._size
-        if size % width:
-            raise ValueError(f"buffer size ({size}) must be divisible by {width}")
-        if not size:
-            return
-        if width == 1:
-            check(lib.cuMemsetD8Async(self._ptr, val, size, s._handle))
-        elif width == 2:
-            check(lib.cuMemsetD16Async(self._ptr, val, size // 2, s._handle))
-        else:
-            check(lib.cuMemsetD32Async(self._ptr, val, size // 4, s._handle))
+        _fill_async(self._ptr, self._size, value, s._handle)
 
     @property
     def handle(self) -> int:
@@ -531,37 +514,25 @@ class Buffer(BufferExports, ClosedFlag):
     @property
     def device_id(self) -> int:
         """int: The device ordinal of this memory, or -1 when bound to no device."""
-        require_open(self._closed, "Buffer")
-        mr = self._mr
-        if mr is not None:
-            if getattr(mr, "_bound_to_no_gpu", False):  # LegacyPinnedMemoryResource
-                return -1
-            return mr.device_id
-        return self._memory_attrs()[2]
+        value: int = self._memory_attr("device_id", 2)
+        return value
 
     @property
     def is_device_accessible(self) -> bool:
         """bool: Whether the GPU can access this memory."""
-        require_open(self._closed, "Buffer")
-        if self._mr is not None:
-            return self._mr.is_device_accessible
-        return self._memory_attrs()[0]
+        value: bool = self._memory_attr("is_device_accessible", 0)
+        return value
 
     @property
     def is_host_accessible(self) -> bool:
         """bool: Whether the CPU can access this memory."""
-        require_open(self._closed, "Buffer")
-        if self._mr is not None:
-            return self._mr.is_host_accessible
-        return self._memory_attrs()[1]
+        value: bool = self._memory_attr("is_host_accessible", 1)
+        return value
 
     @property
     def is_managed(self) -> bool:
         """bool: Whether this is CUDA managed (unified) memory."""
-        require_open(self._closed, "Buffer")
-        if self._mr is not None:
-            return bool(self._mr.is_managed)
-        return self._memory_attrs()[3]
+        return bool(self._memory_attr("is_managed", 3))
 
     @property
     def is_mapped(self) -> bool:
@@ -586,14 +557,24 @@ class Buffer(BufferExports, ClosedFlag):
             extra.ipc = _ipc.buffer_get_ipc_descriptor(self)
         return extra.ipc
 
-    def _memory_attrs(self) -> tuple[bool, bool, int, bool]:
-        """(device-accessible, host-accessible, device id, managed) from the driver."""
+    def _memory_attr(self, name: str, index: int) -> Any:
+        """What the memory resource says of ``name``, else item ``index`` of the driver's view.
+
+        The driver's view of the pointer (device-accessible, host-accessible,
+        device id, managed) is asked once, for a buffer without a resource.
+        """
+        require_open(self._closed, "Buffer")
+        mr = self._mr
+        if mr is not None:
+            if index == 2 and getattr(mr, "_bound_to_no_gpu", False):  # LegacyPinnedMemoryResource
+                return -1
+            return getattr(mr, name)
         extra = self._extra
         if extra is None:
             extra = self._extra = _Extra(None, None)
         if extra.attrs is None:
             extra.attrs = _query_memory_attrs(self._ptr)
-        return extra.attrs
+        return extra.attrs[index]
 
 
 #: The class of open Buffers (Buffer and its open twin share one layout).  An

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Argument conversion and driver queries shared by Buffer and the memory resources.
 
-Addresses and sizes (``_as_address``, ``_as_size``), ``Buffer.fill`` values,
-and the driver's view of a pointer (``_query_memory_attrs``).
+Addresses (``_as_address``), ``Buffer.fill`` (its values and the memset it
+issues) and the driver's view of a pointer (``_query_memory_attrs``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,21 @@ def _parse_fill_value(value: Any) -> tuple[int, int]:
     if len(raw) not in (1, 2, 4):
         raise ValueError(f"fill value must be 1, 2 or 4 bytes long, got {len(raw)} bytes")
     return int.from_bytes(raw, sys.byteorder), len(raw)
+
+
+def _fill_async(c_ptr: int, size: int, value: Any, c_stream: Any) -> None:
+    """Fill ``size`` bytes at ``c_ptr`` with ``value``'s pattern on ``c_stream`` (Buffer.fill)."""
+    val, width = _parse_fill_value(value)
+    if size % width:
+        raise ValueError(f"buffer size ({size}) must be divisible by {width}")
+    if not size:
+        return
+    if width == 1:
+        check(lib.cuMemsetD8Async(c_ptr, val, size, c_stream))
+    elif width == 2:
+        check(lib.cuMemsetD16Async(c_ptr, val, size // 2, c_stream))
+    else:
+        check(lib.cuMemsetD32Async(c_ptr, val, size // 4, c_stream))
 
 
 def _query_memory_attrs(c_ptr: Any) -> tuple[bool, bool, int, bool]:
