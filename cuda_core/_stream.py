@@ -16,12 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import cuda_core._lifetime as _lifetime
 import cuda_core._slots as _slots
-from cuda_core._coerce import (
-    as_int_handle,
-    check_or_create_options,
-    driver_handle,
-    index_or_none,
-)
+from cuda_core._coerce import as_int_handle, check_or_create_options, driver_handle
 from cuda_core._context import (
     _bufs,
     _context_of,
@@ -38,7 +33,7 @@ from cuda_core._stream_options import (
     _checked_priority,
     _priority_range,
 )
-from cuda_core._stream_protocol import _stream_address
+from cuda_core._stream_protocol import _handle_address, _stream_address
 
 if TYPE_CHECKING:
     from cuda_core._context import Context
@@ -153,9 +148,7 @@ class Stream(ClosedFlag):
         if isinstance(obj, Stream):
             require_open(obj._closed, "Stream")
             return _adopt(obj._handle, obj._h, obj._ctx, _BORROWED, obj, cls)
-        address = _stream_address(obj)
-        c_stream = ffi.cast("CUstream", address)
-        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED, obj, cls)
+        return _borrow(_stream_address(obj), obj, cls)
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """Return ``(0, address)``: the ``__cuda_stream__`` protocol (version 0)."""
@@ -305,17 +298,7 @@ class Stream(ClosedFlag):
         -------
         Stream
         """
-        address = index_or_none(handle)
-        if address is None:
-            address = driver_handle(handle, "CUstream")  # a cuda.bindings CUstream
-        if address is None:
-            raise TypeError(
-                f"handle must be an int (a stream address), not {type(handle).__name__}"
-            )
-        if address < 0:
-            raise ValueError(f"handle must be a non-negative stream address, got {address}")
-        c_stream = ffi.cast("CUstream", address)
-        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED)
+        return _borrow(_handle_address(handle))
 
     def create_graph_builder(self) -> GraphBuilder:
         """Create a :class:`~cuda_core.graph.GraphBuilder` that captures work on this stream.
@@ -484,8 +467,7 @@ def _convert_stream(obj: object, for_launch: bool) -> Stream:
     # A cuda.bindings CUstream without the protocol (launch takes none).
     address = None if for_launch else driver_handle(obj, "CUstream")
     if address is not None:
-        c_stream = ffi.cast("CUstream", address)
-        return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED, obj)
+        return _borrow(address, obj)
     raise TypeError(f"Stream or GraphBuilder expected, got {type(obj).__name__}")
 
 
@@ -582,6 +564,12 @@ def _adopt(
     if options is not None:
         self._nonblocking, self._priority = options
     return self
+
+
+def _borrow(address: int, owner: object = None, cls: type[Stream] = Stream) -> Stream:
+    """A borrowed ``cls`` over the stream at ``address`` that keeps ``owner`` alive."""
+    c_stream = ffi.cast("CUstream", address)
+    return _adopt(c_stream, as_int_handle(c_stream), None, _BORROWED, owner, cls)
 
 
 #: ``__del__`` of open owned streams (borrowed and built-in streams own

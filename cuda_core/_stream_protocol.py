@@ -4,9 +4,10 @@
 A foreign object is accepted wherever a :class:`~cuda_core.Stream` is when
 it implements ``__cuda_stream__()``, returning ``(0, address)``; a
 :class:`~cuda_core.graph.GraphBuilder` stands for the stream it captures.
-This module reads what such objects publish, without knowing
-:class:`~cuda_core.Stream` itself (``_as_stream`` in :mod:`cuda_core._stream`
-turns them into streams).
+This module reads what such objects publish, and the addresses that
+:meth:`Stream.from_handle <cuda_core.Stream.from_handle>` takes, without
+knowing :class:`~cuda_core.Stream` itself (``_as_stream`` in
+:mod:`cuda_core._stream` turns them into streams).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from cuda_core._coerce import index_or_none
+from cuda_core._coerce import driver_handle, index_or_none
 
 __all__ = []
 
@@ -69,4 +70,21 @@ def _stream_address(obj: Any) -> int:
             f"the stream address returned by obj.__cuda_stream__ must be non-negative, "
             f"got {address}"
         )
+    return address
+
+
+def _handle_address(handle: Any) -> int:
+    """Return the stream address :meth:`Stream.from_handle` was given.
+
+    An int (or an integer object with ``__index__``) or a ``cuda.bindings``
+    ``CUstream``; anything else raises TypeError, a negative address
+    ValueError.
+    """
+    address = index_or_none(handle)
+    if address is None:
+        address = driver_handle(handle, "CUstream")  # a cuda.bindings CUstream
+    if address is None:
+        raise TypeError(f"handle must be an int (a stream address), not {type(handle).__name__}")
+    if address < 0:
+        raise ValueError(f"handle must be a non-negative stream address, got {address}")
     return address
