@@ -45,8 +45,7 @@ from cuda_core._tensor_map_layout import (  # noqa: F401 - helpers re-exported f
     _driver_layout,
     _element_strides,
     _exact_ints,
-    _im2col_begin,
-    _im2col_encode,
+    _im2col,
     _kDLCUDA,
     _new_map,
     _packed_layout,
@@ -67,7 +66,6 @@ from cuda_core._tensor_map_types import (  # noqa: F401 - the enums are re-expor
     _int_tuple,
     _normalize_data_type,
     _numpy_dtype_to_tma,
-    _require_enum,
     _resolve_data_type,
 )
 
@@ -245,27 +243,14 @@ class TensorMapDescriptor:
             For a rank outside 3..5, corners of the wrong length, or the
             view problems of :meth:`_from_tiled`.
         """
-        _check_enums(interleave, swizzle, l2_promotion, oob_fill)
-        self, rank, elem = _im2col_begin(cls, view, data_type, "im2col")
-        spatial = rank - 2
-        lower = _int_tuple("pixel_box_lower_corner", pixel_box_lower_corner)
-        upper = _int_tuple("pixel_box_upper_corner", pixel_box_upper_corner)
-        if len(lower) != spatial:
-            raise ValueError(
-                f"pixel_box_lower_corner must have {spatial} elements (rank - 2), got {len(lower)}"
-            )
-        if len(upper) != spatial:
-            raise ValueError(
-                f"pixel_box_upper_corner must have {spatial} elements (rank - 2), got {len(upper)}"
-            )
-        return _im2col_encode(
-            self,
-            "im2col",
-            (lower, upper, channels_per_pixel, pixels_per_column),
-            element_strides,
-            elem,
-            (interleave, swizzle, l2_promotion, oob_fill),
+        pixels = (
+            pixel_box_lower_corner,
+            pixel_box_upper_corner,
+            channels_per_pixel,
+            pixels_per_column,
         )
+        enums = (interleave, swizzle, l2_promotion, oob_fill)
+        return _im2col(cls, "im2col", view, pixels, element_strides, data_type, enums)
 
     @classmethod
     def _from_im2col_wide(
@@ -296,22 +281,14 @@ class TensorMapDescriptor:
             If the driver lacks ``cuTensorMapEncodeIm2colWide`` (CUDA < 12.8)
             or rejects the descriptor.
         """
-        _check_enums(interleave, swizzle, l2_promotion, oob_fill)
-        mode = _require_enum("mode", mode, TensorMapIm2ColWideMode)
-        self, _, elem = _im2col_begin(cls, view, data_type, "im2col_wide")
-        return _im2col_encode(
-            self,
-            "im2col_wide",
-            (
-                pixel_box_lower_corner_width,
-                pixel_box_upper_corner_width,
-                channels_per_pixel,
-                pixels_per_column,
-            ),
-            element_strides,
-            elem,
-            (interleave, mode, swizzle, l2_promotion, oob_fill),
+        pixels = (
+            pixel_box_lower_corner_width,
+            pixel_box_upper_corner_width,
+            channels_per_pixel,
+            pixels_per_column,
         )
+        enums = (interleave, mode, swizzle, l2_promotion, oob_fill)
+        return _im2col(cls, "im2col_wide", view, pixels, element_strides, data_type, enums)
 
     def replace_address(self, tensor: Any) -> None:
         """Point the tensor map at ``tensor``'s memory (same layout assumed).

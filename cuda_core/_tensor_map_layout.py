@@ -25,9 +25,12 @@ from cuda_core._memory._dlpack import DLDeviceType
 from cuda_core._tensor_map_types import (
     _DATA_TYPE_SIZE,
     _SWIZZLE_SPAN,
+    TensorMapIm2ColWideMode,
     TensorMapInterleave,
+    _check_enums,
     _int_tuple,
     _normalize_data_type,
+    _require_enum,
     _resolve_data_type,
 )
 
@@ -260,40 +263,49 @@ def _new_map(self: TensorMapDescriptor) -> None:
 _IM2COL_NAMES = {"im2col": "Im2col", "im2col_wide": "Im2col-wide"}
 
 
-def _im2col_begin(cls: type[_T], view: Any, data_type: Any, kind: str) -> tuple[_T, int, int]:
-    """:func:`_begin` for ``_from_<kind>``, then its rank check (3 to 5)."""
+def _im2col(
+    cls: type[_T],
+    kind: str,
+    view: Any,
+    pixels: tuple[Any, Any, int, int],
+    element_strides: Any,
+    data_type: Any,
+    enums: tuple[Any, ...],
+) -> _T:
+    """The whole of ``TensorMapDescriptor._from_<kind>`` (``im2col`` or ``im2col_wide``).
+
+    ``pixels``: the two corners (sequences of rank - 2 offsets for
+    ``im2col``, single widths for ``im2col_wide``), channels per pixel,
+    pixels per column; ``enums``: the driver's trailing enumeration
+    arguments (interleave first, then ``im2col_wide``'s mode, then swizzle,
+    L2 promotion, out-of-bounds fill).  Checked in this order: the
+    enumerations, the view and its rank (3 to 5), the corners.
+    """
+    _check_enums(enums[0], *enums[-3:])
+    if kind == "im2col_wide":
+        _require_enum("mode", enums[1], TensorMapIm2ColWideMode)
     self, rank, elem = _begin(
         cls, view, _normalize_data_type(data_type), f"TensorMapDescriptor._from_{kind}"
     )
     if not 3 <= rank <= 5:
         raise ValueError(f"{_IM2COL_NAMES[kind]} tensor rank must be between 3 and 5, got {rank}")
-    return self, rank, elem
-
-
-def _im2col_encode(
-    self: _T,
-    kind: str,
-    pixels: tuple[Any, Any, int, int],
-    element_strides: Any,
-    elem: int,
-    enums: tuple[Any, ...],
-) -> _T:
-    """Encode an im2col map of ``self``'s view.
-
-    ``pixels``: the two corners (tuples for ``im2col``, widths for
-    ``im2col_wide``), channels per pixel, pixels per column; ``enums``: the
-    driver's trailing enumeration arguments (swizzle third from last).
-    """
-    rank = self._repr_info[1]
-    estrides = _element_strides(element_strides, rank)
-    head = _encode_head(self, rank, *_byte_layout(self._view_ref, elem))
     lower, upper, channels, columns = pixels
     if kind == "im2col":
-        lower = ffi.new("int[]", list(reversed(lower)))
-        upper = ffi.new("int[]", list(reversed(upper)))
+        corners = {
+            "pixel_box_lower_corner": _int_tuple("pixel_box_lower_corner", lower),
+            "pixel_box_upper_corner": _int_tuple("pixel_box_upper_corner", upper),
+        }
+        for what, offsets in corners.items():
+            if len(offsets) != rank - 2:
+                raise ValueError(
+                    f"{what} must have {rank - 2} elements (rank - 2), got {len(offsets)}"
+                )
+        lower, upper = (ffi.new("int[]", list(reversed(c))) for c in corners.values())
         encode, name = lib.cuTensorMapEncodeIm2col, "cuTensorMapEncodeIm2col"
     else:
         encode, name = lib.cuTensorMapEncodeIm2colWide, "cuTensorMapEncodeIm2colWide"
+    estrides = _element_strides(element_strides, rank)
+    head = _encode_head(self, rank, *_byte_layout(self._view_ref, elem))
     c_estrides = ffi.new("cuuint32_t[]", list(reversed(estrides)))
     check(encode(*head, lower, upper, channels, columns, c_estrides, *enums), name)
     self._karg = bytes(ffi.buffer(self._map, _MAP_SIZE))
