@@ -157,13 +157,7 @@ class Buffer(BufferExports, ClosedFlag):
                 s = _bind(_as_stream(stream))
             elif mr.is_device_accessible:
                 s = _bind(_default_stream())
-        self = _open_buffer_class(cls)()
-        if GUARD_HANDLES:
-            guard_open_buffer(self)
-        self._ptr = c_ptr
-        self._size = size
-        self._mr = mr
-        self._closed = False
+        self = _new_open(cls, c_ptr, size, mr)
         if owner is not None or ipc_descriptor is not None:
             self._extra = _Extra(owner, ipc_descriptor)
         else:
@@ -186,13 +180,7 @@ class Buffer(BufferExports, ClosedFlag):
         ``pool``: the ``_owned_pool._OwnedPool`` of an owned pool, which
         counts the allocation as outstanding until it is freed.
         """
-        self = _open_buffer_class(cls)()
-        if GUARD_HANDLES:
-            guard_open_buffer(self)
-        self._ptr = c_ptr
-        self._size = size
-        self._mr = mr
-        self._closed = False
+        self = _new_open(cls, c_ptr, size, mr)
         self._extra = None if ipc_descriptor is None else _Extra(None, ipc_descriptor)
         if not c_ptr:
             self._release = None
@@ -216,13 +204,7 @@ class Buffer(BufferExports, ClosedFlag):
         ipc_descriptor: IPCBufferDescriptor,
     ) -> Self:
         """Another Buffer over an imported mapping (see ``_ipc_imports``); its claim is counted."""
-        self = _open_buffer_class(cls)()
-        if GUARD_HANDLES:
-            guard_open_buffer(self)
-        self._ptr = shared.ptr
-        self._size = size
-        self._mr = mr
-        self._closed = False
+        self = _new_open(cls, shared.ptr, size, mr)
         self._extra = _Extra(None, ipc_descriptor)
         self._release = shared
         return self
@@ -514,20 +496,17 @@ class Buffer(BufferExports, ClosedFlag):
     @property
     def device_id(self) -> int:
         """int: The device ordinal of this memory, or -1 when bound to no device."""
-        value: int = self._memory_attr("device_id", 2)
-        return value
+        return self._memory_attr("device_id", 2)  # type: ignore[no-any-return]
 
     @property
     def is_device_accessible(self) -> bool:
         """bool: Whether the GPU can access this memory."""
-        value: bool = self._memory_attr("is_device_accessible", 0)
-        return value
+        return self._memory_attr("is_device_accessible", 0)  # type: ignore[no-any-return]
 
     @property
     def is_host_accessible(self) -> bool:
         """bool: Whether the CPU can access this memory."""
-        value: bool = self._memory_attr("is_host_accessible", 1)
-        return value
+        return self._memory_attr("is_host_accessible", 1)  # type: ignore[no-any-return]
 
     @property
     def is_managed(self) -> bool:
@@ -586,3 +565,18 @@ _OpenBuffer = open_class(Buffer, _buffer_finalizer, guarded=True, close=open_buf
 def _open_buffer_class(cls: type[_B]) -> type[_B]:
     """The open twin of Buffer class ``cls``: the class every new Buffer gets."""
     return _OpenBuffer if cls is Buffer else open_class(cls, _buffer_finalizer, guarded=True)  # type: ignore[return-value]  # cls is Buffer there
+
+
+def _new_open(cls: type[_B], c_ptr: int, size: int, mr: MemoryResource | None) -> _B:
+    """A new open Buffer of class ``cls``: ``size`` bytes at ``c_ptr``, of resource ``mr``.
+
+    The caller sets what frees it (``_release``) and its ``_extra``.
+    """
+    self = _open_buffer_class(cls)()
+    if GUARD_HANDLES:
+        guard_open_buffer(self)
+    self._ptr = c_ptr
+    self._size = size
+    self._mr = mr
+    self._closed = False
+    return self

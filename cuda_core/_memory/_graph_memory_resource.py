@@ -216,13 +216,9 @@ class GraphMemoryResource(_DeviceMemory, MemoryResource):
     ) -> None:
         """Free ``ptr`` on ``stream`` (a free node when it is capturing).
 
-        Parameters
-        ----------
-        ptr : int
-            The address of a graph allocation from :meth:`allocate`.
-        size : int
-            The size in bytes (unused).
-        stream : GraphBuilder or Stream
+        The parameters are :meth:`MemoryResource.deallocate`'s: ``ptr`` is
+        the address of a graph allocation from :meth:`allocate`, ``size`` is
+        not used, and ``stream`` (keyword-only) is a GraphBuilder or Stream.
 
         Raises
         ------
