@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cuda_core._coerce import check_or_create_options, index_or_none
@@ -304,6 +305,10 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
 #: the very object read then) and its descriptor: see _create_texture_object.
 _last: tuple[Any, tuple[Any, ...], Any] = (object(), (), None)
 
+#: Every field of TextureObjectOptions, in declaration order: the order of
+#: the identity tests in _create_texture_object.
+_option_values = attrgetter(*(field.name for field in fields(TextureObjectOptions)))
+
 #: The types of values that cannot change in place (tuples of them too).
 _IMMUTABLE = frozenset(
     {str, int, float, bool, type(None), AddressModeType, FilterModeType, ReadModeType}
@@ -317,21 +322,7 @@ def _remember(opts: TextureObjectOptions, tex: Any) -> None:
     """
     if type(opts) is not TextureObjectOptions:
         return
-    values: tuple[Any, ...] = (
-        opts.address_mode,
-        opts.filter_mode,
-        opts.read_mode,
-        opts.normalized_coords,
-        opts.srgb,
-        opts.disable_trilinear_optimization,
-        opts.seamless_cubemap,
-        opts.max_anisotropy,
-        opts.mipmap_filter_mode,
-        opts.mipmap_level_bias,
-        opts.min_mipmap_level_clamp,
-        opts.max_mipmap_level_clamp,
-        opts.border_color,
-    )
+    values = _option_values(opts)
     for value in values:
         kind = type(value)
         if kind is tuple:

@@ -552,3 +552,23 @@ def test_surface_requires_array_resources():
     assert lib.CUDA_ARRAY3D_SURFACE_LDST == 2 and lib.CUDA_ARRAY3D_LAYERED == 1
     arr.close()
     buf.close()
+
+
+def test_unchanged_options_are_recognised_field_by_field():
+    # _create_texture_object recognises the options last seen by the identity
+    # of each field against _remember's tuple (_option_values: declaration
+    # order); the tests written out there must follow that order, one a field.
+    import dataclasses
+    import inspect
+    import re
+
+    from cuda_core.texture import _texture
+
+    source = inspect.getsource(_texture._create_texture_object)
+    tested = re.findall(r"o\.(\w+) is values\[(\d+)\]", source)
+    names = [f.name for f in dataclasses.fields(TextureObjectOptions)]
+    assert [(name, str(i)) for i, name in enumerate(names)] == tested
+    opts = TextureObjectOptions(max_anisotropy=2)
+    _texture_desc(opts)
+    last, values, _ = _texture._last
+    assert last is opts and all(getattr(opts, n) is v for n, v in zip(names, values))
