@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
+from cuda_core._coerce import as_flag
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
 from cuda_core._loader import driver_version
@@ -565,9 +566,8 @@ def _split_structured(
             params[i].preferredCoscheduledSmCount = _as_uint(
                 preferred[i], "preferred_coscheduled_sm_count"
             )
-        if not isinstance(backfill[i], bool):
-            raise TypeError(f"backfill must be a bool, got {type(backfill[i])}")
-        params[i].flags = lib.CU_DEV_SM_RESOURCE_GROUP_BACKFILL if backfill[i] else 0
+        flag = as_flag(backfill[i], "backfill", ints=False)
+        params[i].flags = lib.CU_DEV_SM_RESOURCE_GROUP_BACKFILL if flag else 0
     result = ffi.NULL if dry_run else ffi.new("CUdevResource[]", n_groups)
     remaining = ffi.new("CUdevResource *")
     check(
