@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from cuda_core._coerce import check_or_create_options, index_or_none
@@ -241,16 +240,40 @@ _DESCRIPTORS: dict[tuple[Any, ...], Any] = {}
 _DESCRIPTORS_MAX = 64
 
 
-def _descriptor_key(opts: TextureObjectOptions) -> tuple[Any, ...] | None:
-    """The values that decide ``opts``' descriptor, or None where they are not plain.
+def _option_values(opts: TextureObjectOptions) -> tuple[Any, ...]:
+    """Every field of ``opts``, in declaration order.
 
-    Sequences (per-dimension address modes, the border colour) enter as
-    tuples of their items, so a list changed in place is a new key; the
-    anisotropy's type enters too, as ``2`` and ``2.0`` are equal but only
-    the int is accepted.  Values that are equal build the same descriptor.
+    That is the order of the identity tests in :func:`_create_texture_object`
+    and the tuple :func:`_remember` records.
     """
-    modes = opts.address_mode
-    color = opts.border_color
+    return (
+        opts.address_mode,
+        opts.filter_mode,
+        opts.read_mode,
+        opts.normalized_coords,
+        opts.srgb,
+        opts.disable_trilinear_optimization,
+        opts.seamless_cubemap,
+        opts.max_anisotropy,
+        opts.mipmap_filter_mode,
+        opts.mipmap_level_bias,
+        opts.min_mipmap_level_clamp,
+        opts.max_mipmap_level_clamp,
+        opts.border_color,
+    )
+
+
+def _descriptor_key(values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The key of the descriptor of options ``values`` (:func:`_option_values`), or None.
+
+    None where the values are not plain.  Sequences (per-dimension address
+    modes, the border colour) enter as tuples of their items, so a list
+    changed in place is a new key; the anisotropy's type enters too, as
+    ``2`` and ``2.0`` are equal but only the int is accepted.  Values that
+    are equal build the same descriptor.
+    """
+    modes = values[0]
+    color = values[12]
     try:
         if not isinstance(modes, str):
             modes = tuple(modes)
@@ -258,21 +281,21 @@ def _descriptor_key(opts: TextureObjectOptions) -> tuple[Any, ...] | None:
             color = tuple(color)
     except TypeError:  # not a sequence: _build_texture_desc says so
         return None
-    anisotropy = opts.max_anisotropy
+    anisotropy = values[7]
     return (
         modes,
-        opts.filter_mode,
-        opts.read_mode,
-        opts.normalized_coords,
-        opts.srgb,
-        opts.disable_trilinear_optimization,
-        opts.seamless_cubemap,
+        values[1],
+        values[2],
+        values[3],
+        values[4],
+        values[5],
+        values[6],
         anisotropy,
         type(anisotropy),
-        opts.mipmap_filter_mode,
-        opts.mipmap_level_bias,
-        opts.min_mipmap_level_clamp,
-        opts.max_mipmap_level_clamp,
+        values[8],
+        values[9],
+        values[10],
+        values[11],
         color,
     )
 
@@ -285,7 +308,8 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
     copies it.  Records ``opts`` as the options last seen where its values
     allow (:func:`_remember`).
     """
-    key = _descriptor_key(opts)
+    values = _option_values(opts)
+    key = _descriptor_key(values)
     try:
         tex = _DESCRIPTORS.get(key) if key is not None else None
     except TypeError:  # an unhashable value: not cached
@@ -297,7 +321,7 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
                 _DESCRIPTORS.clear()
             _DESCRIPTORS[key] = tex
     if key is not None:
-        _remember(opts, tex)
+        _remember(opts, values, tex)
     return tex
 
 
@@ -305,24 +329,19 @@ def _texture_desc(opts: TextureObjectOptions) -> Any:
 #: the very object read then) and its descriptor: see _create_texture_object.
 _last: tuple[Any, tuple[Any, ...], Any] = (object(), (), None)
 
-#: Every field of TextureObjectOptions, in declaration order: the order of
-#: the identity tests in _create_texture_object.
-_option_values = attrgetter(*(field.name for field in fields(TextureObjectOptions)))
-
 #: The types of values that cannot change in place (tuples of them too).
 _IMMUTABLE = frozenset(
     {str, int, float, bool, type(None), AddressModeType, FilterModeType, ReadModeType}
 )
 
 
-def _remember(opts: TextureObjectOptions, tex: Any) -> None:
-    """Record ``opts`` as the options last seen if its values cannot change in place.
+def _remember(opts: TextureObjectOptions, values: tuple[Any, ...], tex: Any) -> None:
+    """Record ``opts`` (fields ``values``) as the options last seen if they cannot change in place.
 
     Only then does an unchanged identity of each value mean unchanged values.
     """
     if type(opts) is not TextureObjectOptions:
         return
-    values = _option_values(opts)
     for value in values:
         kind = type(value)
         if kind is tuple:
