@@ -37,7 +37,15 @@ class SurfaceObject(BoundObject):
     """
 
     _factory = "Device.create_surface_object"
-    __slots__ = ("_handle", "_pending", "_resource", "_device_id", "_buffer", "__weakref__")
+    __slots__ = (
+        "_handle",
+        "_pending",
+        "_claim",
+        "_resource",
+        "_device_id",
+        "_buffer",
+        "__weakref__",
+    )
     _buffer: object
 
     def close(self) -> None:
@@ -52,9 +60,10 @@ class SurfaceObject(BoundObject):
         self._resource = None
         self.__class__ = SurfaceObject  # closed: the open twin's finalizer is not needed
         try:
-            value, claim = self._pending.pop()  # one caller releases, even two closing at once
+            value = self._pending.pop()  # one caller releases, even two closing at once
         except IndexError:
             return
+        claim = self._claim
         result = _surf_release(value, claim._c_claims)
         if result:
             finish_release("cuSurfObjectDestroy", result, claim, True)
@@ -109,7 +118,8 @@ def _create_surface_object(self: Any, *, resource: object) -> SurfaceObject:
         creation_failed(claim, _status(), "cuSurfObjectCreate")
     surf = _OpenSurface()
     surf._handle = handle
-    surf._pending = [(handle, claim)]
+    surf._pending = [handle]
+    surf._claim = claim
     surf._resource = resource
     surf._buffer = None
     surf._device_id = self._device_id

@@ -125,6 +125,7 @@ class TextureObject(BoundObject):
     __slots__ = (
         "_handle",
         "_pending",
+        "_claim",
         "_resource",
         "_options",
         "_buffer",
@@ -147,9 +148,10 @@ class TextureObject(BoundObject):
         self._buffer = None
         self.__class__ = TextureObject  # closed: the open twin's finalizer is not needed
         try:
-            value, claim = self._pending.pop()  # one caller releases, even two closing at once
+            value = self._pending.pop()  # one caller releases, even two closing at once
         except IndexError:
             return
+        claim = self._claim
         result = _tex_release(value, claim._c_claims)
         if result:
             finish_release("cuTexObjectDestroy", result, claim, True)
@@ -228,7 +230,8 @@ def _create_texture_object(self: Any, *, resource: object, options: Any = None) 
         creation_failed(claim, _status(), "cuTexObjectCreate")
     obj = _OpenTexture()
     obj._handle = handle
-    obj._pending = [(handle, claim)]
+    obj._pending = [handle]
+    obj._claim = claim
     obj._resource = resource
     obj._options = options
     obj._buffer = buf
