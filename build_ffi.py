@@ -84,7 +84,34 @@ SOURCES_AFTER = (
     "tensor_map.c",
 )
 BENCH_SOURCE = "bench.c"
-LAST_SOURCE = "no_errno.c"
+LAST_SOURCE = "cffi_wrappers.c"
+#: The functions whose CPython wrappers keep the GIL during the call (see
+#: cffi_src/csrc/cffi_wrappers.c for the rule): each returns without waiting
+#: for the GPU, a lock or Python code.  Releasing and retaking the GIL costs
+#: about 45 ns, two thirds of such a call.  Nothing that queues work on a
+#: stream or waits belongs here.
+KEEPS_GIL = (
+    # reads of the calling thread's state
+    "cc_status",
+    "cc_last_handle",
+    "cc_pool_alloc_status",
+    "cc_current_device_key",
+    "cuCtxGetCurrent",
+    "cuCtxGetDevice",
+    # creation, and destruction that the driver completes asynchronously
+    "cc_event_new",
+    "cc_event_new_untimed",
+    "cuEventDestroy",
+    "cc_stream_new",
+    "cuStreamDestroy",
+    "cc_tex_object_new",
+    "cc_surf_object_new",
+    "cc_tex_object_release",
+    "cc_surf_object_release",
+    # shared claims: atomic counts
+    "cc_claim_retain",
+    "cc_claim_drop",
+)
 BENCH_ENV = "CUDA_CORE_BUILD_BENCH"
 DEBUG_ENV = "CUDA_CORE_BUILD_DEBUG"
 
@@ -213,6 +240,12 @@ def _wrappers(library, prototypes):
     return "\n".join(src)
 
 
+def keeps_gil_macro(names=KEEPS_GIL):
+    """``CC_KEEPS_GIL(f)``: whether ``f`` (a wrapper's ``__func__``) wraps one of ``names``."""
+    tests = " || ".join(f'__builtin_strcmp((f), "_cffi_f_{n}") == 0' for n in names)
+    return f"#define CC_KEEPS_GIL(f) ({tests or '0'})"
+
+
 def _build(bench=None):
     if bench is None:
         bench = os.environ.get(BENCH_ENV, "") not in ("", "0")
@@ -245,7 +278,7 @@ def _build(bench=None):
         ]
         + [_read_source(name) for name in SOURCES_AFTER]
         + ([_read_source(BENCH_SOURCE)] if bench else [])
-        + [_read_source(LAST_SOURCE)]
+        + [keeps_gil_macro(), _read_source(LAST_SOURCE)]
     )
     ffi.set_source(
         "cuda_core._cuda_ffi",

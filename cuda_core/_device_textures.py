@@ -26,12 +26,6 @@ __all__ = []
 
 _R = TypeVar("_R")
 
-#: The texture and surface object factories, imported at their first use:
-#: creating those objects is a hot path, and a function-level import costs
-#: more than reading a global on every call.
-_create_texture: Callable[..., Any] | None = None
-_create_surface: Callable[..., Any] | None = None
-
 
 class TextureFactories:
     """``Device.create_opaque_array`` and friends."""
@@ -112,12 +106,7 @@ class TextureFactories:
             If the device is not initialized or the driver rejects the
             combination (e.g. linear filtering of integers read as such).
         """
-        dev: Any = self  # a Device
-        create = _create_texture or _load_factories()[0]
-        if not dev._has_inited:
-            dev._check_initialized()
-        # The driver call makes this device's context current if it is not.
-        return create(resource, options, dev._device_id, dev._c_ctx)  # type: ignore[no-any-return]
+        return _load_factories().create_texture_object(self, resource=resource, options=options)
 
     def create_surface_object(self, *, resource: ResourceDescriptor) -> SurfaceObject:
         """Create a :class:`~cuda_core.texture.SurfaceObject` over ``resource``.
@@ -141,21 +130,33 @@ class TextureFactories:
         RuntimeError
             If the array is closed.
         """
-        dev: Any = self  # a Device
-        create = _create_surface or _load_factories()[1]
-        if not dev._has_inited:
-            dev._check_initialized()
-        return create(resource, dev._device_id, dev._c_ctx)  # type: ignore[no-any-return]
+        return _load_factories().create_surface_object(self, resource=resource)
 
 
-def _load_factories() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """Import the texture and surface object factories and keep them."""
-    global _create_texture, _create_surface
+def _load_factories() -> type[TextureFactories]:
+    """Put the texture package's object factories in place of the two placeholders.
+
+    ``create_texture_object`` and ``create_surface_object`` above run only
+    until the first call (the texture package loads then, not with
+    cuda_core): each is replaced by the function of the same signature in
+    ``texture/_texture.py`` / ``texture/_surface.py``, so that creating
+    these objects -- a hot path -- is one Python frame.  The replacements
+    keep the placeholders' names, docstrings and annotations.
+    """
     from cuda_core.texture import _surface, _texture
 
-    _create_texture = _texture._create_texture_object
-    _create_surface = _surface._create_surface_object
-    return _create_texture, _create_surface
+    for name, impl in (
+        ("create_texture_object", _texture._create_texture_object),
+        ("create_surface_object", _surface._create_surface_object),
+    ):
+        placeholder = TextureFactories.__dict__[name]
+        if placeholder is not impl:
+            impl.__name__ = placeholder.__name__
+            impl.__qualname__ = placeholder.__qualname__
+            impl.__doc__ = placeholder.__doc__
+            impl.__annotations__ = dict(placeholder.__annotations__)
+            setattr(TextureFactories, name, impl)
+    return TextureFactories
 
 
 def _in_context(device: Any, factory: Callable[..., _R], *args: Any) -> _R:

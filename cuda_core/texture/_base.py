@@ -130,13 +130,15 @@ class BoundObject(DriverObject):
 
     Made as an instance of its class's open twin
     (:func:`~cuda_core._lifetime.open_class`), whose ``close()`` releases
-    ``_pending`` (``[(handle, claim)]``, emptied by the release) and whose
+    ``_pending`` (``[handle]``, emptied by the release, which then drops
+    the claim ``_claim``) and whose
     ``__del__`` is the safety net (:func:`~cuda_core.texture._handle.bound_finalizer`).
     """
 
     __slots__ = ()
     _resource: ResourceDescriptor | None
-    _pending: list[tuple[int, Claim]]
+    _pending: list[int]
+    _claim: Claim
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(handle=0x{self._handle:x})"

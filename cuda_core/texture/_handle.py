@@ -18,7 +18,8 @@ destroys it (``cffi_src/csrc/texture.c``).
 An array or a mipmapped array keeps a :class:`Lifetime`: what it releases
 on ``close()`` (its claim).  A texture or surface object is an instance of
 its class's open twin (:func:`~cuda_core._lifetime.open_class`) until it is
-closed; it keeps ``(handle, claim)`` in a one-item list, ``_pending``, and
+closed; it keeps its handle in a one-item list, ``_pending`` (whoever pops
+it releases the handle and the claim, ``_claim``), and
 :func:`finish_release` completes a release that failed or was the last
 claim.  ``close()`` raises a failure; the garbage-collection safety net (a
 Lifetime's or an open twin's ``__del__``) reports it as a
@@ -176,7 +177,7 @@ def bound_finalizer(what: str, release: Callable[[int, Any], int]) -> Callable[[
     """Return the ``__del__`` of an open texture or surface object's class.
 
     The safety net: it releases an object collected unclosed (its
-    ``_pending`` entry) with ``release(handle, c_claims)``
+    ``_pending`` handle and its ``_claim``) with ``release(handle, c_claims)``
     (``cc_tex_object_release`` or ``cc_surf_object_release``) and warns of a
     failure; nothing at interpreter exit.
     """
@@ -187,7 +188,8 @@ def bound_finalizer(what: str, release: Callable[[int, Any], int]) -> Callable[[
         except AttributeError:  # never filled in
             return
         if pending and not _finalizing():
-            value, claim = pending.pop()
+            value = pending.pop()
+            claim = self._claim
             result = release(value, claim._c_claims)
             if result:
                 finish_release(what, result, claim, False)

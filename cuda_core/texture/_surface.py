@@ -37,7 +37,15 @@ class SurfaceObject(BoundObject):
     """
 
     _factory = "Device.create_surface_object"
-    __slots__ = ("_handle", "_pending", "_resource", "_device_id", "_buffer", "__weakref__")
+    __slots__ = (
+        "_handle",
+        "_pending",
+        "_claim",
+        "_resource",
+        "_device_id",
+        "_buffer",
+        "__weakref__",
+    )
     _buffer: object
 
     def close(self) -> None:
@@ -52,9 +60,10 @@ class SurfaceObject(BoundObject):
         self._resource = None
         self.__class__ = SurfaceObject  # closed: the open twin's finalizer is not needed
         try:
-            value, claim = self._pending.pop()  # one caller releases, even two closing at once
+            value = self._pending.pop()  # one caller releases, even two closing at once
         except IndexError:
             return
+        claim = self._claim
         result = _surf_release(value, claim._c_claims)
         if result:
             finish_release("cuSurfObjectDestroy", result, claim, True)
@@ -78,12 +87,16 @@ def _release_surface(value: int, c_claims: Any) -> int:
 _OpenSurface = open_class(SurfaceObject, bound_finalizer("cuSurfObjectDestroy", _release_surface))
 
 
-def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) -> SurfaceObject:
-    """Create a :class:`SurfaceObject` of device ``device_id``.
+def _create_surface_object(self: Any, *, resource: object) -> SurfaceObject:
+    """``Device.create_surface_object`` itself, once the texture package is loaded.
 
-    In context ``c_ctx`` (made current for the driver call if it is not), or
-    in the current context when ``c_ctx`` is None.
+    ``self`` is the Device (see ``_device_textures``, which puts this function
+    in place of its placeholder, so that a call is one Python frame).  The
+    object is made in the device's context, made current for the driver call
+    if it is not (in the current context where the device has none).
     """
+    if not self._has_inited:
+        self._check_initialized()
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
     array: Any = resource._array
@@ -100,13 +113,14 @@ def _create_surface_object(resource: object, device_id: int, c_ctx: Any = None) 
     if not array._handle:
         array._require_open()
     claim = array._shared  # taken with the object
-    handle = _surf_new(c_ctx, resource._c_res or resource._fill_array(), claim._c_claims)
+    handle = _surf_new(self._c_ctx, resource._c_res or resource._fill_array(), claim._c_claims)
     if not handle:
         creation_failed(claim, _status(), "cuSurfObjectCreate")
-    self = _OpenSurface()
-    self._handle = handle
-    self._pending = [(handle, claim)]
-    self._resource = resource
-    self._buffer = None
-    self._device_id = device_id
-    return self
+    surf = _OpenSurface()
+    surf._handle = handle
+    surf._pending = [handle]
+    surf._claim = claim
+    surf._resource = resource
+    surf._buffer = None
+    surf._device_id = self._device_id
+    return surf

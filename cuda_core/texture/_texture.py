@@ -125,6 +125,7 @@ class TextureObject(BoundObject):
     __slots__ = (
         "_handle",
         "_pending",
+        "_claim",
         "_resource",
         "_options",
         "_buffer",
@@ -147,9 +148,10 @@ class TextureObject(BoundObject):
         self._buffer = None
         self.__class__ = TextureObject  # closed: the open twin's finalizer is not needed
         try:
-            value, claim = self._pending.pop()  # one caller releases, even two closing at once
+            value = self._pending.pop()  # one caller releases, even two closing at once
         except IndexError:
             return
+        claim = self._claim
         result = _tex_release(value, claim._c_claims)
         if result:
             finish_release("cuTexObjectDestroy", result, claim, True)
@@ -178,14 +180,16 @@ def _release_texture(value: int, c_claims: Any) -> int:
 _OpenTexture = open_class(TextureObject, bound_finalizer("cuTexObjectDestroy", _release_texture))
 
 
-def _create_texture_object(
-    resource: object, options: Any, device_id: int, c_ctx: Any = None
-) -> TextureObject:
-    """Create a :class:`TextureObject` of device ``device_id``.
+def _create_texture_object(self: Any, *, resource: object, options: Any = None) -> TextureObject:
+    """``Device.create_texture_object`` itself, once the texture package is loaded.
 
-    In context ``c_ctx`` (made current for the driver call if it is not), or
-    in the current context when ``c_ctx`` is None.
+    ``self`` is the Device (see ``_device_textures``, which puts this function
+    in place of its placeholder, so that a call is one Python frame).  The
+    object is made in the device's context, made current for the driver call
+    if it is not (in the current context where the device has none).
     """
+    if not self._has_inited:
+        self._check_initialized()
     if not isinstance(resource, ResourceDescriptor):
         raise TypeError(f"resource must be a ResourceDescriptor, got {type(resource).__name__}")
     # The options object last seen, unchanged: every field holds the very
@@ -221,17 +225,18 @@ def _create_texture_object(
         buf = None
     else:
         res, claim, buf = resource._bind()
-    handle = _tex_new(c_ctx, res, tex, claim._c_claims)
+    handle = _tex_new(self._c_ctx, res, tex, claim._c_claims)
     if not handle:
         creation_failed(claim, _status(), "cuTexObjectCreate")
-    self = _OpenTexture()
-    self._handle = handle
-    self._pending = [(handle, claim)]
-    self._resource = resource
-    self._options = options
-    self._buffer = buf
-    self._device_id = device_id
-    return self
+    obj = _OpenTexture()
+    obj._handle = handle
+    obj._pending = [handle]
+    obj._claim = claim
+    obj._resource = resource
+    obj._options = options
+    obj._buffer = buf
+    obj._device_id = self._device_id
+    return obj
 
 
 #: Texture descriptors already built and checked, by the options' values

@@ -538,17 +538,18 @@ def test_surface_requires_array_resources():
     host = np.zeros(256, dtype=np.uint8)
     buf = Buffer.from_handle(host.ctypes.data, host.nbytes)
     linear = ResourceDescriptor.from_linear(buf, format="uint8", num_channels=1)
+    dev = SimpleNamespace(_has_inited=True, _device_id=0, _c_ctx=None)  # what they read of a Device
     with pytest.raises(ValueError, match="array-backed"):
-        _create_surface_object(linear, 0)
+        _create_surface_object(dev, resource=linear)
     arr = _fake_array(OpaqueArrayOptions((8, 8), "uint8", 4))
     with pytest.raises(ValueError, match="is_surface_load_store=True"):
-        _create_surface_object(ResourceDescriptor.from_opaque_array(arr), 0)
+        _create_surface_object(dev, resource=ResourceDescriptor.from_opaque_array(arr))
     with pytest.raises(TypeError, match="resource must be a ResourceDescriptor"):
-        _create_surface_object(arr, 0)
+        _create_surface_object(dev, resource=arr)
     with pytest.raises(TypeError, match="resource must be a ResourceDescriptor"):
-        _create_texture_object(object(), None, 0)
+        _create_texture_object(dev, resource=object())
     with pytest.raises(TypeError, match="TextureObjectOptions"):
-        _create_texture_object(linear, "nope", 0)
+        _create_texture_object(dev, resource=linear, options="nope")
     assert lib.CUDA_ARRAY3D_SURFACE_LDST == 2 and lib.CUDA_ARRAY3D_LAYERED == 1
     arr.close()
     buf.close()

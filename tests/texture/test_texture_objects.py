@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import threading
 import warnings
+from types import SimpleNamespace
 
 import pytest
 
@@ -87,6 +88,10 @@ class Recorder:
         return 0
 
 
+#: What the object factories read of a Device (they are its methods).
+_DEVICE = SimpleNamespace(_has_inited=True, _device_id=0, _c_ctx=None)
+
+
 def _array(destroy=None):
     shared = SharedHandle(0x1000, destroy, "CUDA array")
     return _new_array(shared, (8, 8), ArrayFormatType.FLOAT32, 1, True, False, 0)
@@ -107,7 +112,7 @@ def test_texture_create_close_claims(driver):
     destroyed = Recorder()
     arr = _array(destroyed)
     res = ResourceDescriptor.from_opaque_array(arr)
-    tex = _texture._create_texture_object(res, None, 0)
+    tex = _texture._create_texture_object(_DEVICE, resource=res)
     assert isinstance(tex, TextureObject) and type(tex).__name__ == "TextureObject"
     assert tex.handle == driver.next and not tex.is_closed and tex.resource is res
     assert arr._shared.claims == 2 and repr(tex) == f"TextureObject(handle=0x{tex.handle:x})"
@@ -123,13 +128,13 @@ def test_texture_create_close_claims(driver):
     with pytest.raises(RuntimeError, match="TextureObject argument is closed"):
         _ = tex._karg
     with pytest.raises(RuntimeError, match="OpaqueArray is closed"):
-        _texture._create_texture_object(res, None, 0)
+        _texture._create_texture_object(_DEVICE, resource=res)
 
 
 def test_surface_create_close_claims(driver):
     arr = _array()
     res = ResourceDescriptor.from_opaque_array(arr)
-    surf = _surface._create_surface_object(res, 0)
+    surf = _surface._create_surface_object(_DEVICE, resource=res)
     assert isinstance(surf, SurfaceObject) and surf._karg == surf.handle
     assert arr._shared.claims == 2
     surf.close()
@@ -146,8 +151,8 @@ def test_failures_keep_the_claims_right(driver, create):
 
     def make():
         if create == "texture":
-            return _texture._create_texture_object(res, None, 0)
-        return _surface._create_surface_object(res, 0)
+            return _texture._create_texture_object(_DEVICE, resource=res)
+        return _surface._create_surface_object(_DEVICE, resource=res)
 
     what = "cuTexObjectCreate" if create == "texture" else "cuSurfObjectCreate"
     driver.create_status = 1  # CUDA_ERROR_INVALID_VALUE
@@ -175,8 +180,8 @@ def test_failures_keep_the_claims_right(driver, create):
 def test_unclosed_objects_are_released_with_a_warning_on_failure(driver):
     arr = _array()
     res = ResourceDescriptor.from_opaque_array(arr)
-    tex = _texture._create_texture_object(res, None, 0)
-    surf = _surface._create_surface_object(res, 0)
+    tex = _texture._create_texture_object(_DEVICE, resource=res)
+    surf = _surface._create_surface_object(_DEVICE, resource=res)
     assert arr._shared.claims == 3
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -198,7 +203,7 @@ def test_closing_from_two_threads_releases_once(driver):
     arr = _array()
     res = ResourceDescriptor.from_opaque_array(arr)
     for _ in range(50):
-        tex = _texture._create_texture_object(res, None, 0)
+        tex = _texture._create_texture_object(_DEVICE, resource=res)
         threads = [threading.Thread(target=tex.close) for _ in range(4)]
         for t in threads:
             t.start()
@@ -212,22 +217,45 @@ def test_options_changed_between_creations_are_read_again(driver):
     arr = _array()
     res = ResourceDescriptor.from_opaque_array(arr)
     opts = TextureObjectOptions(filter_mode="linear", max_anisotropy=2)
-    _texture._create_texture_object(res, opts, 0).close()
-    _texture._create_texture_object(res, opts, 0).close()
+    _texture._create_texture_object(_DEVICE, resource=res, options=opts).close()
+    _texture._create_texture_object(_DEVICE, resource=res, options=opts).close()
     opts.filter_mode = "point"
-    tex = _texture._create_texture_object(res, opts, 0)
+    tex = _texture._create_texture_object(_DEVICE, resource=res, options=opts)
     assert tex.options is opts
     tex.close()
     assert [c[1:] for c in driver.created] == [(1, 2), (1, 2), (0, 2)]
     opts.max_anisotropy = 2.0  # equal, but not an int: checked again
     with pytest.raises(TypeError, match="max_anisotropy must be an int, got float"):
-        _texture._create_texture_object(res, opts, 0)
+        _texture._create_texture_object(_DEVICE, resource=res, options=opts)
     opts.max_anisotropy = 4
     colour = [0.0, 0.0, 0.0, 0.0]
     opts.border_color = colour
-    _texture._create_texture_object(res, opts, 0).close()
+    _texture._create_texture_object(_DEVICE, resource=res, options=opts).close()
     colour.append(1.0)  # changed in place: a list is never taken as unchanged
     with pytest.raises(ValueError, match="border_color must have 4 elements, got 5"):
-        _texture._create_texture_object(res, opts, 0)
+        _texture._create_texture_object(_DEVICE, resource=res, options=opts)
     assert arr._shared.claims == 1
     arr.close()
+
+
+def test_device_factories_become_the_texture_functions():
+    # The placeholders load the texture package and put its factories in
+    # their place; the public face (signature, name, docstring) is unchanged.
+    import inspect
+
+    from cuda_core import Device
+    from cuda_core._device_textures import TextureFactories, _load_factories
+
+    before = {
+        name: (inspect.signature(getattr(Device, name)), getattr(Device, name).__doc__)
+        for name in ("create_texture_object", "create_surface_object")
+    }
+    assert _load_factories() is TextureFactories
+    assert Device.create_texture_object is _texture._create_texture_object
+    assert Device.create_surface_object is _surface._create_surface_object
+    for name, (sig, doc) in before.items():
+        fn = getattr(Device, name)
+        assert inspect.signature(fn) == sig and fn.__doc__ == doc
+        assert fn.__name__ == name and fn.__qualname__ == f"TextureFactories.{name}"
+    surface_sig = "(self, *, resource: 'ResourceDescriptor') -> 'SurfaceObject'"
+    assert str(before["create_surface_object"][0]) == surface_sig
