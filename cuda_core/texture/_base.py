@@ -6,12 +6,13 @@
 ``is_closed`` and ``device``.  :class:`ArrayBase` adds what an array and a
 mipmapped array both describe; :class:`BoundObject` what a texture and a
 surface both hold (the :class:`~cuda_core.texture.ResourceDescriptor` they
-read).  :func:`check_array_options` validates the fields their options share.
+read) and how ``launch`` passes them (their 64-bit ``_karg``).
+:func:`check_array_options` validates the fields their options share.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cuda_core._lifetime import Closeable
 from cuda_core.texture._formats import check_format_channels, check_shape
@@ -148,6 +149,17 @@ class BoundObject(DriverObject):
         """ResourceDescriptor: The memory this object reads (None once closed)."""
         return self._resource
 
+    @property
+    def _karg(self) -> int:
+        """The handle as a kernel argument; RuntimeError if closed."""
+        return self._handle or _closed_argument(self)
+
+
+#: Class attribute that ``launch`` reads: textures and surfaces are passed
+#: as their 64-bit ``_karg`` (see ``cuda_core._launcher``).
+KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
+setattr(BoundObject, KERNEL_ARG_MARKER, "u64")
+
 
 def check_array_options(opts: Any) -> None:
     """Validate and normalize the fields array and mipmapped-array options share."""
@@ -155,3 +167,10 @@ def check_array_options(opts: Any) -> None:
     opts.is_surface_load_store = bool(opts.is_surface_load_store)
     opts.is_layered = bool(opts.is_layered)
     opts.shape = check_shape(opts.shape, low=2 if opts.is_layered else 1)
+
+
+def _closed_argument(obj: BoundObject) -> NoReturn:
+    name = type(obj).__name__
+    if obj._handle:
+        raise RuntimeError(f"{name} argument: its Buffer is closed")
+    raise RuntimeError(f"{name} argument is closed; it cannot be used after close()")

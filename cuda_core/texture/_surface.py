@@ -10,7 +10,6 @@ from cuda_core._lifetime import open_class
 from cuda_core.texture._base import BoundObject
 from cuda_core.texture._handle import bound_finalizer, creation_failed, finish_release
 from cuda_core.texture._resource import ResourceDescriptor
-from cuda_core.texture._texture import KERNEL_ARG_MARKER, _closed_argument
 
 __all__ = ["SurfaceObject"]
 
@@ -68,14 +67,6 @@ class SurfaceObject(BoundObject):
         if result:
             finish_release("cuSurfObjectDestroy", result, claim, True)
 
-    @property
-    def _karg(self) -> int:
-        """The handle as a kernel argument; RuntimeError if closed."""
-        return self._handle or _closed_argument(self)
-
-
-setattr(SurfaceObject, KERNEL_ARG_MARKER, "u64")
-
 
 def _release_surface(value: int, c_claims: Any) -> int:
     # The safety net's release, reading _surf_release when it runs.
@@ -90,10 +81,9 @@ _OpenSurface = open_class(SurfaceObject, bound_finalizer("cuSurfObjectDestroy", 
 def _create_surface_object(self: Any, *, resource: object) -> SurfaceObject:
     """``Device.create_surface_object`` itself, once the texture package is loaded.
 
-    ``self`` is the Device (see ``_device_textures``, which puts this function
-    in place of its placeholder, so that a call is one Python frame).  The
-    object is made in the device's context, made current for the driver call
-    if it is not (in the current context where the device has none).
+    The surface twin of :func:`~cuda_core.texture._texture._create_texture_object`
+    (``self`` is the Device; the same context rule): the resource must be an
+    array allocated with ``is_surface_load_store=True``.
     """
     if not self._has_inited:
         self._check_initialized()

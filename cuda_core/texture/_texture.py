@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cuda_core._coerce import check_or_create_options, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["TextureObject", "TextureObjectOptions"]
 
 _E = TypeVar("_E", AddressModeType, FilterModeType, ReadModeType)
-
-#: Class attribute that ``launch`` reads: pass the object as its 64-bit
-#: ``_karg`` (see ``cuda_core._launcher``).
-KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 
 _tex_new = lib.cc_tex_object_new
 _tex_release = lib.cc_tex_object_release
@@ -157,17 +153,9 @@ class TextureObject(BoundObject):
             finish_release("cuTexObjectDestroy", result, claim, True)
 
     @property
-    def _karg(self) -> int:
-        """The handle as a kernel argument; RuntimeError if closed."""
-        return self._handle or _closed_argument(self)
-
-    @property
     def options(self) -> TextureObjectOptions:
         """TextureObjectOptions: How the texture samples."""
         return self._options
-
-
-setattr(TextureObject, KERNEL_ARG_MARKER, "u64")
 
 
 def _release_texture(value: int, c_claims: Any) -> int:
@@ -433,10 +421,3 @@ def _normalize_address_modes(address_mode: Any) -> tuple[AddressModeType, ...]:
         out.append(_normalize_enum(f"address_mode[{i}]", mode, AddressModeType))
     out += [out[-1]] * (3 - len(out))
     return tuple(out)
-
-
-def _closed_argument(obj: Any) -> NoReturn:
-    name = type(obj).__name__
-    if obj._handle:
-        raise RuntimeError(f"{name} argument: its Buffer is closed")
-    raise RuntimeError(f"{name} argument is closed; it cannot be used after close()")
