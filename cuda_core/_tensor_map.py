@@ -81,6 +81,8 @@ _T = TypeVar("_T", bound="TensorMapDescriptor")
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 _TILED = "TensorMapDescriptor._from_tiled"
 _unpack = ffi.unpack  # bound once: a method looked up per call costs a new bound method
+#: The enumerations' NONE members: the defaults of ``_from_tiled``'s one-by-one
+#: arguments, which ``_tiled_from`` reads as "not given" (beside ``options``).
 _INTERLEAVE_NONE = TensorMapInterleave.NONE
 _SWIZZLE_NONE = TensorMapSwizzle.NONE
 _L2_NONE = TensorMapL2Promotion.NONE
@@ -189,10 +191,10 @@ class TensorMapDescriptor:
         options: Any = None,
         element_strides: Any = None,
         data_type: Any = None,
-        interleave: TensorMapInterleave = TensorMapInterleave.NONE,
-        swizzle: TensorMapSwizzle = TensorMapSwizzle.NONE,
-        l2_promotion: TensorMapL2Promotion = TensorMapL2Promotion.NONE,
-        oob_fill: TensorMapOOBFill = TensorMapOOBFill.NONE,
+        interleave: TensorMapInterleave = _INTERLEAVE_NONE,
+        swizzle: TensorMapSwizzle = _SWIZZLE_NONE,
+        l2_promotion: TensorMapL2Promotion = _L2_NONE,
+        oob_fill: TensorMapOOBFill = _OOB_NONE,
     ) -> _T:
         """Encode a tiled tensor map of ``view`` (see :class:`TensorMapDescriptorOptions`).
 
