@@ -42,6 +42,12 @@ if TYPE_CHECKING:
 
     _V = TypeVar("_V", bound="ExecutableGraphNode")
 
+    #: A new memcpy or memset operand of an executable graph's node: a Buffer
+    #: or an address, as for the graph definition, but of memory from the same
+    #: context as the operand it replaces, and one-dimensional (the driver
+    #: refuses the update otherwise: CUDA_ERROR_INVALID_VALUE).
+    _Replacement = Buffer | int
+
 __all__ = [
     "ExecutableChildGraphNode",
     "ExecutableEventRecordNode",
@@ -164,13 +170,17 @@ class ExecutableMemcpyNode(_Switchable):
     def update(
         self,
         *,
-        dst: Buffer | int,
-        src: Buffer | int,
+        dst: _Replacement,
+        src: _Replacement,
         size: int,
         dst_owner: object = None,
         src_owner: object = None,
     ) -> None:
-        """Replace the copy completely (see :meth:`cuda_core.graph.GraphNode.memcpy`)."""
+        """Replace the copy completely (see :meth:`cuda_core.graph.GraphNode.memcpy`).
+
+        The new operands must be memory of the same context as the old, and
+        one-dimensional: the driver refuses the update otherwise.
+        """
         c_exec, c_node = self._target()
         params, owners = _memcpy_params(dst, src, size, dst_owner, src_owner)
         check(lib.cuGraphExecMemcpyNodeSetParams(c_exec, c_node, params, _ctx()))
@@ -185,14 +195,18 @@ class ExecutableMemsetNode(_Switchable):
     def update(
         self,
         *,
-        dst: Buffer | int,
+        dst: _Replacement,
         value: Any,
         width: int,
         height: int = 1,
         pitch: int = 0,
         dst_owner: object = None,
     ) -> None:
-        """Replace the fill completely (see :meth:`cuda_core.graph.GraphNode.memset`)."""
+        """Replace the fill completely (see :meth:`cuda_core.graph.GraphNode.memset`).
+
+        The new destination must be memory of the same context as the old, and
+        one-dimensional: the driver refuses the update otherwise.
+        """
         c_exec, c_node = self._target()
         params, owners = _memset_params(dst, value, width, height, pitch, dst_owner)
         check(lib.cuGraphExecMemsetNodeSetParams(c_exec, c_node, params, _ctx()))
