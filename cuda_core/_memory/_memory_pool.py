@@ -227,16 +227,25 @@ class _MemPool(MemoryResource, ClosedFlag):
         # anything else is checked (and refused or converted) by _checked_args first.
         c_pool = self._fast
         s = stream
-        if (
-            c_pool is None
-            or (s.__class__ is not _OpenStream and (s.__class__ is not _Stream or s._closed))
-            or size.__class__ is not int
-            or size <= 0
-        ):
-            s, size = self._checked_args(size, stream)  # raises where c_pool is None
-            if size == 0:
-                buf: Buffer = self._buffer_class._from_pool(0, 0, self, s)
-                return buf
+        if s.__class__ is _OpenStream:  # an open owned stream names its context
+            if c_pool is None or size.__class__ is not int or size <= 0:
+                s, size = self._checked_args(size, stream)  # raises where c_pool is None
+                if size == 0:
+                    buf: Buffer = self._buffer_class._from_pool(0, 0, self, s)
+                    return buf
+        else:
+            if (
+                c_pool is None
+                or s.__class__ is not _Stream
+                or s._closed
+                or size.__class__ is not int
+                or size <= 0
+            ):
+                s, size = self._checked_args(size, stream)  # raises where c_pool is None
+                if size == 0:
+                    buf = self._buffer_class._from_pool(0, 0, self, s)
+                    return buf
+            s = bind_for_release(s)  # a default-stream token gets its context
         try:
             c_ptr: int = _cc_pool_alloc(size, c_pool, s._handle)
         except OverflowError:  # beyond size_t: _as_size raises the ValueError
@@ -244,8 +253,6 @@ class _MemPool(MemoryResource, ClosedFlag):
             raise
         if not c_ptr:
             _raise_pool_alloc_error(self, size)
-        if s.__class__ is not _OpenStream:  # a default-stream token gets its context
-            s = bind_for_release(s)
         buf = self._bcls()
         buf._ptr = c_ptr
         buf._size = size
