@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,6 +20,21 @@ from cuda_core._loader import ensure_loaded
 
 # The repository root (the folder holding tests/, benchmarks/, examples/).
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.cache
+def build_ffi_module():
+    """The checkout's ``build_ffi.py``, loaded once, without the checkout on ``sys.path``.
+
+    (With the checkout on ``sys.path``, a subprocess that inherits it would
+    import the checkout's ``cuda_core`` in place of an installed wheel.)
+    """
+    spec = importlib.util.spec_from_file_location(
+        "_cc_build_ffi", os.path.join(CHECKOUT, "build_ffi.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class RawBuffer:

@@ -12,7 +12,7 @@ import time
 import warnings
 
 import pytest
-from _helpers import CHECKOUT
+from _helpers import build_ffi_module
 
 from cuda_core import CUDAWarning, GraphMemoryResource, Stream
 from cuda_core._cuda_ffi import ffi, lib
@@ -506,16 +506,11 @@ def _typedefs_header():
 def test_graph_driver_prototypes_match_resolved_versions():
     """cuGetProcAddress(name, version) returns the newest variant <= version: check its arity."""
     import re
-    import sys
 
     header = _typedefs_header()
     if header is None:
         pytest.skip("cudaTypedefs.h not found (set CUDA_HOME)")
-    sys.path.insert(0, CHECKOUT)
-    try:
-        import build_ffi
-    finally:
-        sys.path.pop(0)
+    build_ffi = build_ffi_module()
     text = open(header).read()
     variants = {}
     for m in re.finditer(r"typedef\s+\w+\s+\(CUDAAPI \*PFN_(\w+?)_v(\d+)\)\((.*?)\);", text, re.S):

@@ -14,7 +14,6 @@ assigning each real function to a pointer of the declared type.
 
 from __future__ import annotations
 
-import functools
 import glob
 import os
 import re
@@ -24,7 +23,7 @@ import subprocess
 import sys
 
 import pytest
-from _helpers import CHECKOUT
+from _helpers import CHECKOUT, build_ffi_module
 
 from cuda_core._cuda_ffi import ffi, lib
 
@@ -55,18 +54,6 @@ SEARCH = {
     "nvml.h": ("include",),
     "dlpack.h": ("include/dlpack", "include"),
 }
-
-
-@functools.cache
-def _build_ffi():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "_cc_build_ffi", os.path.join(ROOT, "build_ffi.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _site_dirs():
@@ -117,7 +104,7 @@ _DEFINES = re.compile(r"^#define\s+(\w+)\s+(-?\d+)\s*$", re.M)
 
 def declared_items(filename):
     """Return the C expressions to evaluate and what the extension says of each."""
-    types = _build_ffi().read_declarations(filename).types
+    types = build_ffi_module().read_declarations(filename).types
     items = {}
     flat = types
     while _BLOCK.search(flat):  # drop struct/union/enum bodies, innermost first
@@ -195,7 +182,7 @@ def test_every_declaration_file_is_checked():
     """A new declaration file must name the header it follows (or None) above."""
     on_disk = {f for f in os.listdir(CDEFS) if f.endswith(".h")}
     assert on_disk == set(HEADERS)
-    assert set(_build_ffi().declaration_files(bench=True)) == on_disk
+    assert set(build_ffi_module().declaration_files(bench=True)) == on_disk
 
 
 # driver_api.h holds prototypes only: test_driver_entry_point_versions_match_typedefs.
@@ -229,7 +216,7 @@ def test_declarations_match_headers(filename, tmp_path):
 @pytest.mark.parametrize("filename", sorted(f for f, h in HEADERS.items() if h is None))
 def test_own_declarations_are_built(filename):
     """The extension's own prototypes all exist (bench.h: all or none, see its header)."""
-    names = [p.name for p in _build_ffi().read_declarations(filename).prototypes]
+    names = [p.name for p in build_ffi_module().read_declarations(filename).prototypes]
     assert names, f"{filename} declares no functions"
     present = [n for n in names if hasattr(lib, n)]
     if filename == "bench.h":
@@ -238,7 +225,7 @@ def test_own_declarations_are_built(filename):
         assert present == names
 
 
-@pytest.mark.parametrize("filename", [library.header for library in _build_ffi().LIBRARIES[1:]])
+@pytest.mark.parametrize("filename", [lib_.header for lib_ in build_ffi_module().LIBRARIES[1:]])
 def test_library_prototypes_match_headers(filename, tmp_path):
     """Each real function converts to a pointer of the declared type, exactly."""
     path = find_header(HEADERS[filename])
@@ -247,7 +234,7 @@ def test_library_prototypes_match_headers(filename, tmp_path):
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
-    decls = _build_ffi().read_declarations(filename)
+    decls = build_ffi_module().read_declarations(filename)
     # The file's own helper typedefs (cc_*) are not in the real header.
     own = [s for s in re.findall(r"typedef[^;]*;", decls.types) if re.search(r"\bcc_\w+", s)]
     checks = [
@@ -305,7 +292,7 @@ def _qualifiers_only(line):
 
 def _driver_signatures():
     """Yield (cdef name, base name, requested version, restype, params)."""
-    for p in _build_ffi().driver_entry_points():
+    for p in build_ffi_module().driver_entry_points():
         yield p.name, re.sub(r"_v\d+$", "", p.name), p.version, p.restype, p.params
 
 

@@ -15,10 +15,9 @@ import os
 import sys
 
 import pytest
-from _helpers import CHECKOUT
+from _helpers import build_ffi_module
 
-sys.path.insert(0, CHECKOUT)
-import build_ffi  # noqa: E402
+build_ffi = build_ffi_module()
 
 CPYTHON = sys.implementation.name == "cpython"
 

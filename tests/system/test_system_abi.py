@@ -13,7 +13,6 @@ words, which every versioned NVML call sends, are checked everywhere.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import site
@@ -21,21 +20,12 @@ import subprocess
 import sys
 
 import pytest
-from _helpers import CHECKOUT
+from _helpers import CHECKOUT, build_ffi_module
 
 from cuda_core._cuda_ffi import ffi
 from cuda_core.system._nvml import struct_version
 
 ROOT = CHECKOUT
-
-
-def _builder():
-    spec = importlib.util.spec_from_file_location(
-        "_cc_build_ffi", os.path.join(ROOT, "build_ffi.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def find_nvml_header():
@@ -84,7 +74,7 @@ def _run_probe(cc, header, body, tmp_path, name):
 
 def test_entry_point_signatures_match_nvml_h(tmp_path):
     header, cc = _header_or_skip()
-    protos = _builder().read_declarations("nvml.h").prototypes
+    protos = build_ffi_module().read_declarations("nvml.h").prototypes
     assert len(protos) > 80
     lines = [f"{p.restype} (*probe_{p.name})({p.params}) = {p.name};" for p in protos]
     r = _run_probe(cc, header, "\n".join(lines), tmp_path, "signatures")
