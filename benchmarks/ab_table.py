@@ -19,17 +19,28 @@ The paired quotient is the one to read where there is a peer: a process
 that runs slower as a whole slows the peer alike, while the times of the
 same code differ by more than the 3% of interest from one process to the
 next.  ``**`` marks a quotient above 1.03: the paired one where there is a
-peer, otherwise the times'.
+peer, otherwise the times'.  The last column pairs the trees by round
+instead (``base-N`` with ``new-N``, run back to back): cuda_core's time
+after ÷ before in each round, as median (min–max) over the rounds, which
+shows how far the rounds scatter where there is no peer (PyPy).
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import os
+import re
 import statistics
 import sys
 
 PEERS = ("cuda.core", "C floor", "cuda.core hit")
+
+
+def _round_of(path):
+    """The round number in a file name such as ``new-3.jsonl`` (None without one)."""
+    m = re.search(r"-(\d+)\.jsonl$", os.path.basename(path))
+    return int(m.group(1)) if m else None
 
 
 def _load(paths):
@@ -38,8 +49,24 @@ def _load(paths):
         with open(path) as f:
             for line in f:
                 rec = json.loads(line)
+                rec["_round"] = _round_of(path)
                 rows[(rec["interpreter"], rec["benchmark"], rec["case"])].append(rec)
     return rows
+
+
+def _by_round(base_recs, new_recs, inverted):
+    """``median (min–max)`` of after ÷ before per round, or ``–`` where no round pairs."""
+    before = {r["_round"]: r["results"]["cuda_core"] for r in base_recs if r["_round"]}
+    ratios = [
+        (before[r["_round"]] / r["results"]["cuda_core"])
+        if inverted
+        else (r["results"]["cuda_core"] / before[r["_round"]])
+        for r in new_recs
+        if r["_round"] in before
+    ]
+    if not ratios:
+        return "–"
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.2f}–{max(ratios):.2f})"
 
 
 def _paired(recs, peer):
@@ -74,8 +101,9 @@ def main(argv):
     if not base:
         return _rounds_table(new)
     head = ("interpreter", "benchmark", "case", "unit", "before", "after", "after/before")
-    print("| " + " | ".join(head + ("paired before", "after", "after/before")) + " |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    tail = ("paired before", "after", "after/before", "per round after/before")
+    print("| " + " | ".join(head + tail) + " |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(set(base) & set(new)):
         before = statistics.median(r["results"]["cuda_core"] for r in base[key])
         after = statistics.median(r["results"]["cuda_core"] for r in new[key])
@@ -91,9 +119,10 @@ def main(argv):
                 peer_cells = f"{peer}: {mb:.3f} | {ma:.3f} | {ma / mb:.3f}{flag}"
                 break
         flag = " **" if not paired and q > 1.03 else ""
+        rounds = _by_round(base[key], new[key], unit == "GB/s")
         print(
             f"| {key[0]} | {key[1]} | {key[2]} | {unit} | {before:.3f} | {after:.3f} "
-            f"| {q:.3f}{flag} | {peer_cells} |"
+            f"| {q:.3f}{flag} | {peer_cells} | {rounds} |"
         )
     return 0
 

@@ -110,3 +110,44 @@ def test_run_all_writes_a_new_file_unless_told_to_overwrite(harness, tmp_path, m
     assert "pool allocate+close 1 MiB |" in (tmp_path / written[0]).read_text()
     with open(run_all.PUBLISHED) as f:
         assert f.read() == published
+
+
+def test_ab_table_pairs_the_trees_by_round(tmp_path, capsys):
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "_ab_table", os.path.join(BENCH_DIR, "ab_table.py")
+    )
+    ab_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab_table)
+
+    def write(name, pypy_us, cp_us, paired):
+        recs = [
+            {"interpreter": "PyPy", "benchmark": "b", "case": "c", "unit": "us",
+             "results": {"cuda_core": pypy_us}},
+            {"interpreter": "CPython", "benchmark": "b", "case": "c", "unit": "us",
+             "results": {"cuda_core": cp_us, "cuda.core": 1.0}, "paired": {"cuda.core": paired}},
+        ]  # fmt: skip
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        return str(path)
+
+    # Round 2 ran slower as a whole: the medians of the times move, the
+    # per-round quotients (1.0 and 1.1 for PyPy) do not.
+    paths = [
+        write("base-1.jsonl", 1.0, 2.0, 1.00),
+        write("new-1.jsonl", 1.0, 2.2, 1.10),
+        write("base-2.jsonl", 2.0, 2.0, 1.00),
+        write("new-2.jsonl", 2.2, 2.0, 1.00),
+    ]
+    assert ab_table._round_of(paths[1]) == 1 and ab_table._round_of("x.jsonl") is None
+    assert ab_table.main(paths) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("| per round after/before |")
+    cells = {line.split(" | ")[0]: line.split(" | ") for line in lines[2:]}
+    pypy, cpython = cells["| PyPy"], cells["| CPython"]
+    assert pypy[4:7] == ["1.500", "1.600", "1.067 **"]  # medians of the times
+    assert pypy[-1] == "1.050 (1.00–1.10) |"
+    assert cpython[7:10] == ["cuda.core: 1.000", "1.050", "1.050 **"]  # the paired medians
+    assert cpython[-1] == "1.050 (1.00–1.10) |"
