@@ -139,7 +139,7 @@ class BoundObject(DriverObject):
     __slots__ = ()
     _resource: ResourceDescriptor | None
     _pending: list[int]
-    _claim: Claim
+    _claim: Claim | None  # None once closed
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(handle=0x{self._handle:x})"

@@ -62,7 +62,8 @@ class SurfaceObject(BoundObject):
             value = self._pending.pop()  # one caller releases, even two closing at once
         except IndexError:
             return
-        claim = self._claim
+        claim: Any = self._claim
+        self._claim = None  # closed: no claim kept (the popper alone gets here)
         result = _surf_release(value, claim._c_claims)
         if result:
             finish_release("cuSurfObjectDestroy", result, claim, True)

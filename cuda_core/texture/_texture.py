@@ -147,7 +147,8 @@ class TextureObject(BoundObject):
             value = self._pending.pop()  # one caller releases, even two closing at once
         except IndexError:
             return
-        claim = self._claim
+        claim: Any = self._claim
+        self._claim = None  # closed: no claim kept (the popper alone gets here)
         result = _tex_release(value, claim._c_claims)
         if result:
             finish_release("cuTexObjectDestroy", result, claim, True)

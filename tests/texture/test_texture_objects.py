@@ -122,6 +122,7 @@ def test_texture_create_close_claims(driver):
     with tex:
         pass
     assert tex.is_closed and tex.handle == 0 and tex.resource is None
+    assert tex._claim is None  # a closed object keeps nothing of the array
     assert driver.destroyed == [handle] and destroyed.calls == [0x1000]
     tex.close()  # idempotent
     assert driver.destroyed == [handle]
@@ -140,6 +141,7 @@ def test_surface_create_close_claims(driver):
     surf.close()
     surf.close()
     assert surf.is_closed and surf.resource is None and arr._shared.claims == 1
+    assert surf._claim is None
     assert len(driver.destroyed) == 1
     arr.close()
 
