@@ -15,6 +15,10 @@ setups of ``bench_texture.py``); pool allocate+close of 1 KiB and 1 MiB
 cycle (``bench_device.py``); launches with no, 1, 16 and 256 pointer
 arguments and 512 doubles (the kernels of ``bench_launch.py``).
 
+The pool rows are also timed as their bare extension calls (peer "bare
+calls", see ``_bare_pool_cases``), an in-process reference on both
+interpreters.
+
 Run: ``python benchmarks/ab_quick.py [--rounds N]``; exits 0 with a message
 without a GPU.  Results go to stdout and to ``$BENCH_JSON`` when set.
 """
@@ -63,6 +67,34 @@ def _launch_cases(core, cubin):
     return cases, (stream, scratch, module)
 
 
+def _bare_pool_cases(keep_mem):
+    """The pool rows as their two extension calls from a bare Python loop.
+
+    Peer "bare calls": the same ``cc_pool_alloc`` and ``cuMemFreeAsync`` on
+    cuda_core's pool and stream, without the Buffer.  It is timed in the same
+    process as cuda_core's rows, so the paired ratio holds where processes
+    differ in speed (PyPy has no ``cuda.core`` to pair with).
+    """
+    from cuda_core._cuda_ffi import lib
+
+    stream, mr = keep_mem[0], keep_mem[4]
+    pool, handle = mr._pool, stream._handle
+    alloc, free = lib.cc_pool_alloc, lib.cuMemFreeAsync
+
+    def cycle(size):
+        def fn():
+            ptr = alloc(size, pool, handle)
+            if not ptr or free(ptr, handle):
+                raise RuntimeError("bare pool calls failed")
+
+        return fn
+
+    return {
+        ("memory", "pool allocate+close 1 KiB"): (cycle(1024), 1),
+        ("memory", "pool allocate+close 1 MiB"): (cycle(1 << 20), 1),
+    }
+
+
 def _suites(core, cubin):
     """``{(benchmark, case): (fn, scale)}`` and what must stay alive, for ``core``."""
     import importlib
@@ -109,6 +141,7 @@ def main(argv=None):
         .code
     )
     impls = {"cuda_core": _suites(ours, cubin)}
+    impls["bare calls"] = (_bare_pool_cases(impls["cuda_core"][1][1]), None)
     peer = nvidia_core("launch", "LegacyPinnedMemoryResource")
     if peer is not None:
         try:

@@ -8,6 +8,7 @@
 # (every round's results go into that one tar file, rewritten after each run,
 # so that a run cut short still returns all finished rounds in one file)
 # Needs the staged .device/ of shared/gpu/prepare.sh (wheels, PyPy debs).
+# The trees alternate in going first, round by round.
 # AB_CPUS (a taskset list, default "2,3") pins every run to the same cores, so
 # that the before and after processes do not differ by where they ran; set it
 # empty to leave the scheduler free.  AB_SAME_SCRIPTS=1 runs this tree's
@@ -37,7 +38,9 @@ for t in $trees; do
    PYTHONPATH=/tmp/ppsite pypy3 setup.py -q build_ext --inplace >/tmp/$t-pp-build.log 2>&1) || { echo "build $t failed"; tail -20 /tmp/$t-*-build.log; }
 done
 for r in $(seq 1 "$rounds"); do
-  for t in $trees; do
+  order=$trees  # even rounds run the trees the other way round, so that
+  [ $((r % 2)) = 0 ] && [ "$trees" = "base new" ] && order="new base"  # neither always goes first
+  for t in $order; do
     echo "=== round $r: $t"; s=$SECONDS
     if [ "${AB_QUICK:-0}" = 1 ]; then
       for i in "python3 /tmp/cpsite" "pypy3 /tmp/ppsite"; do set -- $i

@@ -34,7 +34,7 @@ import re
 import statistics
 import sys
 
-PEERS = ("cuda.core", "C floor", "cuda.core hit")
+PEERS = ("cuda.core", "C floor", "cuda.core hit", "bare calls")
 
 
 def _round_of(path):

@@ -151,3 +151,28 @@ def test_ab_table_pairs_the_trees_by_round(tmp_path, capsys):
     assert pypy[-1] == "1.050 (1.00–1.10) |"
     assert cpython[7:10] == ["cuda.core: 1.000", "1.050", "1.050 **"]  # the paired medians
     assert cpython[-1] == "1.050 (1.00–1.10) |"
+
+
+def test_ab_table_pairs_pypy_with_the_bare_calls(tmp_path, capsys):
+    # The pool rows' "bare calls" peer pairs a PyPy row that has no cuda.core:
+    # a process running slower as a whole moves the times, not the pairing.
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "_ab_table", os.path.join(BENCH_DIR, "ab_table.py")
+    )
+    ab_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab_table)
+    paths = []
+    for name, us, paired in (("base-1", 0.7, 1.10), ("new-1", 1.4, 1.08)):
+        rec = {"interpreter": "PyPy", "benchmark": "memory", "case": "pool", "unit": "us",
+               "results": {"cuda_core": us, "bare calls": us / paired},
+               "paired": {"bare calls": paired}}  # fmt: skip
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps(rec) + "\n")
+        paths.append(str(path))
+    assert ab_table.main(paths) == 0
+    row = capsys.readouterr().out.splitlines()[2].split(" | ")
+    assert row[6] == "2.000"  # the times' quotient, with no flag: the row is paired
+    assert row[7:10] == ["bare calls: 1.100", "1.080", "0.982"]
