@@ -15,8 +15,8 @@ setups of ``bench_texture.py``); pool allocate+close of 1 KiB and 1 MiB
 cycle (``bench_device.py``); launches with no, 1, 16 and 256 pointer
 arguments and 512 doubles (the kernels of ``bench_launch.py``).
 
-The pool rows are also timed as their bare extension calls (peer "bare
-calls", see ``_bare_pool_cases``), an in-process reference on both
+The pool and launch rows are also timed as their bare driver calls (peer
+"bare calls", see ``_bare_cases``), an in-process reference on both
 interpreters.
 
 Run: ``python benchmarks/ab_quick.py [--rounds N]``; exits 0 with a message
@@ -67,21 +67,26 @@ def _launch_cases(core, cubin):
     return cases, (stream, scratch, module)
 
 
-def _bare_pool_cases(keep_mem):
-    """The pool rows as their two extension calls from a bare Python loop.
+def _bare_cases(keep_mem, keep_launch):
+    """Peer "bare calls": the pool and launch rows as their driver calls from a bare loop.
 
-    Peer "bare calls": the same ``cc_pool_alloc`` and ``cuMemFreeAsync`` on
-    cuda_core's pool and stream, without the Buffer.  It is timed in the same
-    process as cuda_core's rows, so the paired ratio holds where processes
-    differ in speed (PyPy has no ``cuda.core`` to pair with).
+    The pool rows make the same ``cc_pool_alloc`` and ``cuMemFreeAsync``
+    calls on cuda_core's pool and stream, without the Buffer; the launch rows
+    call ``cuLaunchKernel`` on cuda_core's kernels with parameter arrays
+    packed once.  They are timed in the same process as cuda_core's rows, so
+    their paired ratio holds where processes differ in speed (PyPy has no
+    ``cuda.core`` to pair with).
     """
-    from cuda_core._cuda_ffi import lib
+    import bench_launch
+
+    from cuda_core._cuda_ffi import ffi, lib
 
     stream, mr = keep_mem[0], keep_mem[4]
     pool, handle = mr._pool, stream._handle
-    alloc, free = lib.cc_pool_alloc, lib.cuMemFreeAsync
+    alloc, free, launch = lib.cc_pool_alloc, lib.cuMemFreeAsync, lib.cuLaunchKernel
+    null = ffi.NULL
 
-    def cycle(size):
+    def pool_cycle(size):
         def fn():
             ptr = alloc(size, pool, handle)
             if not ptr or free(ptr, handle):
@@ -89,10 +94,29 @@ def _bare_pool_cases(keep_mem):
 
         return fn
 
-    return {
-        ("memory", "pool allocate+close 1 KiB"): (cycle(1024), 1),
-        ("memory", "pool allocate+close 1 MiB"): (cycle(1 << 20), 1),
+    cases = {
+        ("memory", "pool allocate+close 1 KiB"): (pool_cycle(1024), 1),
+        ("memory", "pool allocate+close 1 MiB"): (pool_cycle(1 << 20), 1),
     }
+    lstream, scratch, module = keep_launch
+    lhandle, keep = lstream._handle, []
+    for case, name, args in bench_launch.launch_cases(int(scratch.handle)):
+        params = null
+        if args:
+            kind = "double[]" if type(args[0]) is float else "uint64_t[]"
+            values = ffi.new(kind, list(args))
+            params = ffi.new("void *[]", [values + i for i in range(len(args))])
+            keep += [values, params]
+        func = ffi.cast("CUfunction", module.get_kernel(name)._handle)
+
+        def fn(func=func, params=params):
+            for _ in range(LAUNCHES):
+                if launch(func, 1, 1, 1, 1, 1, 1, 0, lhandle, params, null):
+                    raise RuntimeError("bare launch failed")
+            lstream.sync()
+
+        cases[("bench_launch", case)] = (fn, LAUNCHES)
+    return cases, keep
 
 
 def _suites(core, cubin):
@@ -141,7 +165,7 @@ def main(argv=None):
         .code
     )
     impls = {"cuda_core": _suites(ours, cubin)}
-    impls["bare calls"] = (_bare_pool_cases(impls["cuda_core"][1][1]), None)
+    impls["bare calls"] = _bare_cases(impls["cuda_core"][1][1], impls["cuda_core"][1][2])
     peer = nvidia_core("launch", "LegacyPinnedMemoryResource")
     if peer is not None:
         try:
