@@ -130,10 +130,11 @@ class BoundObject(DriverObject):
     """A texture or surface object: a handle over a ResourceDescriptor.
 
     Made as an instance of its class's open twin
-    (:func:`~cuda_core._lifetime.open_class`), whose ``close()`` releases
-    ``_pending`` (``[handle]``, emptied by the release, which then drops
-    the claim ``_claim``) and whose
-    ``__del__`` is the safety net (:func:`~cuda_core.texture._handle.bound_finalizer`).
+    (:func:`~cuda_core._lifetime.open_class`), whose ``close()``
+    (:func:`~cuda_core.texture._handle.bound_close`) releases ``_pending``
+    (``[handle]``, emptied by the release, which then drops the claim
+    ``_claim``) and whose ``__del__`` is the safety net
+    (:func:`~cuda_core.texture._handle.bound_finalizer`).
     """
 
     __slots__ = ()
@@ -143,6 +144,18 @@ class BoundObject(DriverObject):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(handle=0x{self._handle:x})"
+
+    def close(self) -> None:
+        """Destroy the object and drop its claim on its memory (idempotent).
+
+        Raises
+        ------
+        CUDAError
+            If ``cuTexObjectDestroy`` or ``cuSurfObjectDestroy`` (or releasing
+            the array) failed.
+        """
+        # An open object is an instance of the open twin, whose close()
+        # (bound_close) does the work; a closed one has nothing to release.
 
     @property
     def resource(self) -> ResourceDescriptor | None:

@@ -173,6 +173,37 @@ def finish_release(what: str, result: int, claim: Claim, raising: bool) -> None:
     _report(what, status, shared_status, claim, raising)
 
 
+def bound_close(
+    plain: type, release: Callable[[int, Any], int], what: str
+) -> Callable[[Any], None]:
+    """Return ``close()`` of the open twin of texture or surface class ``plain``.
+
+    For :func:`~cuda_core._lifetime.open_class`.  It clears the object's
+    handle, resource and buffer and gives it back the class ``plain``
+    (closed: no finalizer), then releases: whoever pops ``_pending`` (one
+    caller, even two closing at once) drops ``_claim`` and calls
+    ``release(handle, c_claims)`` (``cc_tex_object_release`` or
+    ``cc_surf_object_release``); a failure of ``what`` raises CUDAError.
+    """
+
+    def close(self: Any) -> None:
+        self._handle = 0
+        self._resource = None
+        self._buffer = None
+        self.__class__ = plain  # closed: the open twin's finalizer is not needed
+        try:
+            value = self._pending.pop()
+        except IndexError:
+            return
+        claim = self._claim
+        self._claim = None  # closed: no claim kept (the popper alone gets here)
+        result = release(value, claim._c_claims)
+        if result:
+            finish_release(what, result, claim, True)
+
+    return close
+
+
 def bound_finalizer(what: str, release: Callable[[int, Any], int]) -> Callable[[Any], None]:
     """Return the ``__del__`` of an open texture or surface object's class.
 

@@ -8,7 +8,7 @@ from typing import Any
 from cuda_core._cuda_ffi import lib
 from cuda_core._lifetime import open_class
 from cuda_core.texture._base import BoundObject
-from cuda_core.texture._handle import bound_finalizer, creation_failed, finish_release
+from cuda_core.texture._handle import bound_close, bound_finalizer, creation_failed
 from cuda_core.texture._resource import ResourceDescriptor
 
 __all__ = ["SurfaceObject"]
@@ -47,27 +47,6 @@ class SurfaceObject(BoundObject):
     )
     _buffer: object
 
-    def close(self) -> None:
-        """Destroy the surface object and drop its claim on the array (idempotent).
-
-        Raises
-        ------
-        CUDAError
-            If ``cuSurfObjectDestroy`` (or releasing the array) failed.
-        """
-        self._handle = 0
-        self._resource = None
-        self.__class__ = SurfaceObject  # closed: the open twin's finalizer is not needed
-        try:
-            value = self._pending.pop()  # one caller releases, even two closing at once
-        except IndexError:
-            return
-        claim: Any = self._claim
-        self._claim = None  # closed: no claim kept (the popper alone gets here)
-        result = _surf_release(value, claim._c_claims)
-        if result:
-            finish_release("cuSurfObjectDestroy", result, claim, True)
-
 
 def _release_surface(value: int, c_claims: Any) -> int:
     # The safety net's release, reading _surf_release when it runs.
@@ -76,7 +55,11 @@ def _release_surface(value: int, c_claims: Any) -> int:
 
 
 #: The class of an open SurfaceObject: SurfaceObject with the safety net.
-_OpenSurface = open_class(SurfaceObject, bound_finalizer("cuSurfObjectDestroy", _release_surface))
+_OpenSurface = open_class(
+    SurfaceObject,
+    bound_finalizer("cuSurfObjectDestroy", _release_surface),
+    close=bound_close(SurfaceObject, _surf_release, "cuSurfObjectDestroy"),
+)
 
 
 def _create_surface_object(self: Any, *, resource: object) -> SurfaceObject:

@@ -10,7 +10,7 @@ from cuda_core._coerce import check_or_create_options, index_or_none
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._lifetime import open_class
 from cuda_core.texture._base import BoundObject
-from cuda_core.texture._handle import bound_finalizer, creation_failed, finish_release
+from cuda_core.texture._handle import bound_close, bound_finalizer, creation_failed
 from cuda_core.texture._resource import ResourceDescriptor
 from cuda_core.typing import AddressModeType, FilterModeType, ReadModeType
 
@@ -131,28 +131,6 @@ class TextureObject(BoundObject):
     _options: TextureObjectOptions
     _buffer: object
 
-    def close(self) -> None:
-        """Destroy the texture object and drop its claim on its memory (idempotent).
-
-        Raises
-        ------
-        CUDAError
-            If ``cuTexObjectDestroy`` (or releasing the array) failed.
-        """
-        self._handle = 0
-        self._resource = None
-        self._buffer = None
-        self.__class__ = TextureObject  # closed: the open twin's finalizer is not needed
-        try:
-            value = self._pending.pop()  # one caller releases, even two closing at once
-        except IndexError:
-            return
-        claim: Any = self._claim
-        self._claim = None  # closed: no claim kept (the popper alone gets here)
-        result = _tex_release(value, claim._c_claims)
-        if result:
-            finish_release("cuTexObjectDestroy", result, claim, True)
-
     @property
     def options(self) -> TextureObjectOptions:
         """TextureObjectOptions: How the texture samples."""
@@ -166,7 +144,11 @@ def _release_texture(value: int, c_claims: Any) -> int:
 
 
 #: The class of an open TextureObject: TextureObject with the safety net.
-_OpenTexture = open_class(TextureObject, bound_finalizer("cuTexObjectDestroy", _release_texture))
+_OpenTexture = open_class(
+    TextureObject,
+    bound_finalizer("cuTexObjectDestroy", _release_texture),
+    close=bound_close(TextureObject, _tex_release, "cuTexObjectDestroy"),
+)
 
 
 def _create_texture_object(self: Any, *, resource: object, options: Any = None) -> TextureObject:

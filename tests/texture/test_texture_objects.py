@@ -29,7 +29,7 @@ from cuda_core.texture import (
     _texture,
 )
 from cuda_core.texture._array import _new_array
-from cuda_core.texture._handle import SharedHandle
+from cuda_core.texture._handle import SharedHandle, bound_close
 from cuda_core.typing import ArrayFormatType
 
 
@@ -74,8 +74,16 @@ def driver(monkeypatch):
     for module, new in ((_texture, "_tex_new"), (_surface, "_surf_new")):
         monkeypatch.setattr(module, new, getattr(fake, new[1:]))
         monkeypatch.setattr(module, "_status", lambda: fake.status)
+    # The safety net reads the module's release when it runs; the open
+    # twins' close() holds its own (bound_close), so each gets one made with
+    # the stand-in's.
     monkeypatch.setattr(_texture, "_tex_release", fake.release)
     monkeypatch.setattr(_surface, "_surf_release", fake.release)
+    for twin, what in (
+        (_texture._OpenTexture, "cuTexObjectDestroy"),
+        (_surface._OpenSurface, "cuSurfObjectDestroy"),
+    ):
+        monkeypatch.setattr(twin, "close", bound_close(twin._plain, fake.release, what))
     return fake
 
 
