@@ -17,7 +17,8 @@ arguments and 512 doubles (the kernels of ``bench_launch.py``).
 
 The pool and launch rows are also timed as their bare driver calls (peer
 "bare calls", see ``_bare_cases``), an in-process reference on both
-interpreters.
+interpreters, and the pool rows through the least Python a Buffer can cost
+(peer "least Python", see ``_least_python_cases``).
 
 Run: ``python benchmarks/ab_quick.py [--rounds N]``; exits 0 with a message
 without a GPU.  Results go to stdout and to ``$BENCH_JSON`` when set.
@@ -119,6 +120,86 @@ def _bare_cases(keep_mem, keep_launch):
     return cases, keep
 
 
+def _least_python_cases(keep_mem):
+    """Peer "least Python": the pool rows through the least Python a Buffer can cost.
+
+    The same two extension calls as "bare calls", wrapped the way any Python
+    class over them must be: ``allocate(size, stream=...)`` returns an object
+    with the seven fields of cuda_core's Buffer, made as an open twin with a
+    finalizer, and its ``close()`` frees, clears and retypes it to the plain
+    class.  None of cuda_core's checks (the size, the stream, a closed or
+    mapped resource), no owned-pool count and no error translation.  Its
+    ratio to ``cuda.core`` bounds where cuda_core's pool rows can get
+    without C code that builds Python objects.
+    """
+    from cuda_core._cuda_ffi import lib
+
+    stream, mr = keep_mem[0], keep_mem[4]
+    alloc, free = lib.cc_pool_alloc, lib.cuMemFreeAsync
+
+    class Closed:
+        __slots__ = (
+            "_ptr",
+            "_size",
+            "_mr",
+            "_release",
+            "_dstream",
+            "_closed",
+            "_extra",
+            "_guard",
+            "__weakref__",
+        )
+
+    class Open(Closed):
+        __slots__ = ()
+        __init__ = object.__init__
+
+        def __del__(self):  # the safety net's place; a closed object has none
+            pass
+
+        def close(self, stream=None):
+            self._closed = True
+            self.__class__ = Closed
+            status = free(self._ptr, self._dstream._handle)
+            self._ptr = 0
+            self._size = 0
+            self._mr = None
+            self._extra = None
+            if status:
+                raise RuntimeError("cuMemFreeAsync failed")
+
+    class Resource:
+        __slots__ = ("_pool",)
+
+        def allocate(self, size, *, stream):
+            ptr = alloc(size, self._pool, stream._handle)
+            if not ptr:
+                raise RuntimeError("cc_pool_alloc failed")
+            buf = Open()
+            buf._ptr = ptr
+            buf._size = size
+            buf._mr = self
+            buf._closed = False
+            buf._extra = None
+            buf._release = None
+            buf._dstream = stream
+            return buf
+
+    res = Resource()
+    res._pool = mr._pool
+
+    def cycle(size):
+        def fn():
+            res.allocate(size, stream=stream).close()
+
+        return fn
+
+    return {
+        ("memory", "pool allocate+close 1 KiB"): (cycle(1024), 1),
+        ("memory", "pool allocate+close 1 MiB"): (cycle(1 << 20), 1),
+    }, res
+
+
 def _suites(core, cubin):
     """``{(benchmark, case): (fn, scale)}`` and what must stay alive, for ``core``."""
     import importlib
@@ -166,6 +247,7 @@ def main(argv=None):
     )
     impls = {"cuda_core": _suites(ours, cubin)}
     impls["bare calls"] = _bare_cases(impls["cuda_core"][1][1], impls["cuda_core"][1][2])
+    impls["least Python"] = _least_python_cases(impls["cuda_core"][1][1])
     peer = nvidia_core("launch", "LegacyPinnedMemoryResource")
     if peer is not None:
         try:
