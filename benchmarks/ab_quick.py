@@ -133,22 +133,13 @@ def _least_python_cases(keep_mem):
     without C code that builds Python objects.
     """
     from cuda_core._cuda_ffi import lib
+    from cuda_core._memory._buffer import Buffer
 
     stream, mr = keep_mem[0], keep_mem[4]
     alloc, free = lib.cc_pool_alloc, lib.cuMemFreeAsync
 
     class Closed:
-        __slots__ = (
-            "_ptr",
-            "_size",
-            "_mr",
-            "_release",
-            "_dstream",
-            "_closed",
-            "_extra",
-            "_guard",
-            "__weakref__",
-        )
+        __slots__ = Buffer.__slots__  # the same layout as cuda_core's Buffer
 
     class Open(Closed):
         __slots__ = ()
