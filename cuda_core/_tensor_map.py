@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cuda_core._slots as _slots
+from cuda_core._arg_types import KERNEL_ARG_MARKER
 from cuda_core._coerce import check_or_create_options
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
@@ -76,9 +77,6 @@ __all__ = ["TensorMapDescriptor", "TensorMapDescriptorOptions"]
 
 _T = TypeVar("_T", bound="TensorMapDescriptor")
 
-#: Class attribute read by ``launch``: pass ``_karg`` (bytes) by value, with
-#: this (size, alignment) (see ``cuda_core._launcher``).
-KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 _TILED = "TensorMapDescriptor._from_tiled"
 _unpack = ffi.unpack  # bound once: a method looked up per call costs a new bound method
 #: The enumerations' NONE members: the defaults of ``_from_tiled``'s one-by-one
@@ -330,6 +328,7 @@ class TensorMapDescriptor:
         return _slots.device_class()(self._device_id)
 
 
+# ``launch`` passes ``_karg`` (bytes) by value, with this (size, alignment).
 setattr(TensorMapDescriptor, KERNEL_ARG_MARKER, (_MAP_SIZE, 64))
 
 

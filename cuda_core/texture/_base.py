@@ -169,7 +169,9 @@ class BoundObject(DriverObject):
 
 
 #: Class attribute that ``launch`` reads: textures and surfaces are passed
-#: as their 64-bit ``_karg`` (see ``cuda_core._launcher``).
+#: as their 64-bit ``_karg`` (see ``cuda_core._launcher``).  The name of
+#: ``cuda_core._arg_types.KERNEL_ARG_MARKER``, written out: this package may
+#: not import the launch layer (tests/launch/test_tensor_map.py checks both).
 KERNEL_ARG_MARKER = "_cuda_core_kernel_arg"
 setattr(BoundObject, KERNEL_ARG_MARKER, "u64")
 
