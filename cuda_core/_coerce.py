@@ -104,9 +104,12 @@ def index_or_none(value: object) -> int | None:
     if tp.__module__ == "numpy" and tp.__name__ in ("bool", "bool_"):
         return None  # NumPy versions differ on whether numpy.bool_ is an index
     try:
-        return operator.index(value)  # type: ignore[arg-type]  # failure means "no int"
+        index = operator.index(value)  # type: ignore[arg-type]  # failure means "no int"
     except Exception:  # noqa: BLE001 - any failure means "not an integer"
         return None
+    if index.__class__ is not int:  # PyPy returns an int subclass as it is; CPython a plain int
+        index = int.__add__(index, 0)  # int's own addition, whatever the subclass defines
+    return index
 
 
 #: The largest ``size_t`` / ``CUdeviceptr`` value.

@@ -196,6 +196,9 @@ void cc_dlpack_release(void *tensor, int versioned) {
 
 /* Stream-ordered pool allocation in one call: refuses a capturing stream.
    Returns the pointer, or 0 with the status kept for cc_pool_alloc_status.
+   A size of 0 returns 0 at once, with no driver call and CUDA_SUCCESS kept
+   (the caller then makes an empty Buffer), so that the caller's fast path
+   need not test for it.
    The address is returned as a signed word (like cc_last_handle's): PyPy
    turns a signed 64-bit result into a machine-word int, but an unsigned one
    into a big-integer object that is slower everywhere the address is used
@@ -205,7 +208,12 @@ static __thread CUresult cc_pool_status;
 intptr_t cc_pool_alloc(size_t size, CUmemoryPool pool, CUstream stream) {
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     CUdeviceptr p = 0;
-    CUresult r = cuStreamIsCapturing(stream, &cs);
+    CUresult r;
+    if (size == 0) {
+        cc_pool_status = CUDA_SUCCESS;
+        return 0;
+    }
+    r = cuStreamIsCapturing(stream, &cs);
     if (r == CUDA_SUCCESS && cs != CU_STREAM_CAPTURE_STATUS_NONE) r = (CUresult)CC_STREAM_CAPTURING;
     if (r == CUDA_SUCCESS) r = cuMemAllocFromPoolAsync(&p, size, pool, stream);
     if (r != CUDA_SUCCESS) p = 0;

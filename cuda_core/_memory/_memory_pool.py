@@ -224,15 +224,16 @@ class _MemPool(MemoryResource, ClosedFlag):
         """
         # The hot path is written out inline: this runs once per allocation.
         # It takes an open Stream (an _OpenStream is open) and a positive int;
-        # anything else is checked (and refused or converted) by _checked_args first.
+        # anything else is checked (and refused or converted) by _checked_args,
+        # first or, for an open owned stream, once the call has refused it:
+        # cffi refuses a negative size and the None pool of a closed or mapped
+        # resource, and cc_pool_alloc returns 0 for a size of 0, before any
+        # driver call.
         c_pool = self._fast
         s = stream
         if s.__class__ is _OpenStream:  # an open owned stream names its context
-            if c_pool is None or size.__class__ is not int or size <= 0:
+            if size.__class__ is not int:  # refused, or made a plain int (an index)
                 s, size = self._checked_args(size, stream)  # raises where c_pool is None
-                if size == 0:
-                    buf: Buffer = self._buffer_class._from_pool(0, 0, self, s)
-                    return buf
         else:
             if (
                 c_pool is None
@@ -243,15 +244,18 @@ class _MemPool(MemoryResource, ClosedFlag):
             ):
                 s, size = self._checked_args(size, stream)  # raises where c_pool is None
                 if size == 0:
-                    buf = self._buffer_class._from_pool(0, 0, self, s)
+                    buf: Buffer = self._buffer_class._from_pool(0, 0, self, s)
                     return buf
             s = bind_for_release(s)  # a default-stream token gets its context
         try:
             c_ptr: int = _cc_pool_alloc(size, c_pool, s._handle)
-        except OverflowError:  # beyond size_t: _as_size raises the ValueError
-            _as_size(size)
+        except (OverflowError, TypeError):  # a size below 0 or beyond size_t; no pool
+            self._checked_args(size, stream)  # raises, closed or mapped first
             raise
         if not c_ptr:
+            if size == 0:  # cc_pool_alloc's refusal: an empty Buffer, no driver call
+                buf = self._buffer_class._from_pool(0, 0, self, s)
+                return buf
             _raise_pool_alloc_error(self, size)
         buf = self._bcls()
         buf._ptr = c_ptr

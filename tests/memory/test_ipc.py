@@ -114,6 +114,13 @@ def _child_check_and_write(conn, mr, buf, expected, device_id):
             result["allocate"] = "allowed"
         except TypeError as exc:
             result["allocate"] = str(exc)
+        result["refusals"] = []  # sizes refused on their own elsewhere: mapped first
+        for size in (0, -1, 1 << 64):
+            try:
+                mr.allocate(size, stream=stream)
+                result["refusals"].append("allowed")
+            except TypeError as exc:
+                result["refusals"].append(str(exc))
         buf.fill(0x77, stream=stream)
         stream.sync()
         buf.close()
@@ -172,6 +179,7 @@ def test_buffer_shared_with_second_process(device, stream):
     assert result["matches"], result
     assert result["is_mapped"] and result["buf_mapped"] and result["size"] == SIZE
     assert "mapped" in result["allocate"]
+    assert [("mapped" in r) for r in result["refusals"]] == [True] * 3, result["refusals"]
     out = np.zeros(SIZE, dtype=np.uint8)
     buf.copy_to(Buffer.from_handle(out.ctypes.data, SIZE, owner=out), stream=stream)
     stream.sync()
