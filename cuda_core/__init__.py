@@ -40,6 +40,10 @@ except ModuleNotFoundError as exc:
     raise _extension_missing() from None
 del _extension_missing
 
+import cuda_core._ffi_types as _ffi_types  # noqa: E402
+
+_ffi_types.parse_all()  # before any thread can use the library: see the module
+
 import cuda_core._slots as _slots  # noqa: E402
 from cuda_core import typing  # noqa: E402
 

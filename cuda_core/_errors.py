@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import cuda_core._slots as _slots
 from cuda_core._cuda_ffi import ffi, lib
+from cuda_core._ffi_types import ctype_of
 
 if TYPE_CHECKING:
     from typing import Any, Callable, Collection, NoReturn, TypeVar
@@ -271,7 +272,7 @@ def in_forked_child() -> bool:
 
 
 def _enum_name(ctype: str, status: int, fallback: str) -> str:
-    name = ffi.typeof(ctype).elements.get(status)
+    name = ctype_of(ctype).elements.get(status)
     return name if name is not None else f"{fallback}({status})"
 
 

@@ -17,6 +17,7 @@ from itertools import repeat
 from typing import Any
 
 from cuda_core._cuda_ffi import ffi
+from cuda_core._ffi_types import ctype_of
 from cuda_core._memory._buffer import Buffer
 
 __all__: list[str] = []
@@ -78,8 +79,8 @@ def u64_array(ctype: str, values: Iterable[int]) -> Any:
     ``ctype`` names the array type, e.g. ``"CUdeviceptr[]"`` or ``"size_t[]"``.
     """
     if _VIA_ARRAY:
-        return ffi.from_buffer(ctype, array.array("Q", values))
-    return ffi.new(ctype, values)
+        return ffi.from_buffer(ctype_of(ctype), array.array("Q", values))
+    return ffi.new(ctype_of(ctype), values)
 
 
 def run_starts(values: Iterable[object]) -> list[int]:

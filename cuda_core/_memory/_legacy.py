@@ -19,6 +19,7 @@ from cuda_core._coerce import as_size as _as_size
 from cuda_core._context import _pop, _push_if_needed
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._ffi_types import ctype_of
 from cuda_core._memory._buffer import Buffer
 from cuda_core._memory._memory_resource import MemoryResource, _DeviceMemory, _SharedMemory
 from cuda_core._stream import _as_stream
@@ -80,7 +81,7 @@ class _SynchronousAllocatorResource(MemoryResource):
         s = _as_stream(stream) if stream is not None else None
         if size == 0:
             return Buffer._init(0, 0, self, stream=s)
-        out = ffi.new(self._c_out_type)
+        out = ffi.new(ctype_of(self._c_out_type))
         check(self._c_alloc(out, size), f"{self._alloc_name}({size})")
         return Buffer._init(as_int_handle(out[0]), size, self, stream=s)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import check
+from cuda_core._ffi_types import ctype_of
 
 __all__: list[str] = []
 
@@ -57,12 +58,12 @@ class _MemPoolAttributes:
         return f"{type(self).__name__}({body})"
 
     def _get(self, attr: int, ctype: str) -> Any:
-        value = ffi.new(ctype)
+        value = ffi.new(ctype_of(ctype))
         check(lib.cuMemPoolGetAttribute(self._pool, attr, value), "cuMemPoolGetAttribute")
         return value[0]
 
     def _set(self, attr: int, ctype: str, value: int) -> None:
-        c_value = ffi.new(ctype, value)
+        c_value = ffi.new(ctype_of(ctype), value)
         check(lib.cuMemPoolSetAttribute(self._pool, attr, c_value), "cuMemPoolSetAttribute")
 
     @property

@@ -23,6 +23,7 @@ from typing import Any, Callable, ClassVar
 from cuda_core._cuda_ffi import ffi, lib
 from cuda_core._errors import LibraryNotFoundError as _CoreLibraryNotFoundError
 from cuda_core._errors import shown_as
+from cuda_core._ffi_types import ctype_of
 from cuda_core._loader import load_nvml
 from cuda_core.system.exceptions import (
     FunctionNotFoundError,
@@ -144,7 +145,7 @@ def _out_type(ctype: str) -> Any:
     try:
         return _out_types[ctype]
     except KeyError:
-        t = _out_types[ctype] = ffi.typeof(ctype + " *")
+        t = _out_types[ctype] = ctype_of(ctype + " *")
         return t
 
 
@@ -187,7 +188,7 @@ def two_call(ctype: str, fn: Callable[..., int], *args: Any) -> tuple[Any, int]:
         if status != _INSUFFICIENT_SIZE:
             check(status)
         n = count[0]
-        array = ffi.new(ctype + "[]", max(n, 1))
+        array = ffi.new(ctype_of(ctype + "[]"), max(n, 1))
         if n == 0:
             return array, 0
         status = fn(*args, count, array)
@@ -198,7 +199,7 @@ def two_call(ctype: str, fn: Callable[..., int], *args: Any) -> tuple[Any, int]:
 
 def struct_version(ctype: str, version: int) -> int:
     """Return ``NVML_STRUCT_VERSION`` for the struct type ``ctype``."""
-    size: int = ffi.sizeof(ctype)
+    size: int = ffi.sizeof(ctype_of(ctype))
     return size | (version << 24)
 
 

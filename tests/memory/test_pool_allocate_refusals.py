@@ -21,14 +21,16 @@ pytestmark = pytest.mark.gpu
 _SIZES = [16, 0, -1, 1 << 64, True, 2.5]
 
 
-def _resources(device):
-    """A resource on the device's current pool (not owned) and one owning its pool."""
-    return [DeviceMemoryResource(device), DeviceMemoryResource(device, {"max_size": 1 << 24})]
+def _resource(device, owned):
+    """A resource owning its pool, or one on the device's current pool."""
+    if owned:
+        return DeviceMemoryResource(device, {"max_size": 1 << 24})
+    return DeviceMemoryResource(device)
 
 
 @pytest.mark.parametrize("owned", [False, True], ids=["current-pool", "owned-pool"])
 def test_closed_resource_refuses_every_size_as_closed(device, stream, owned):
-    mr = _resources(device)[owned]
+    mr = _resource(device, owned)
     mr.close()
     for size in _SIZES:
         with pytest.raises(RuntimeError, match="DeviceMemoryResource is closed"):
@@ -37,7 +39,7 @@ def test_closed_resource_refuses_every_size_as_closed(device, stream, owned):
 
 @pytest.mark.parametrize("owned", [False, True], ids=["current-pool", "owned-pool"])
 def test_size_refusals_on_an_open_resource(device, stream, owned):
-    mr = _resources(device)[owned]
+    mr = _resource(device, owned)
     with pytest.raises(ValueError, match="size"):
         mr.allocate(-1, stream=stream)
     with pytest.raises(ValueError, match="size_t"):
@@ -52,7 +54,7 @@ def test_size_refusals_on_an_open_resource(device, stream, owned):
 
 @pytest.mark.parametrize("owned", [False, True], ids=["current-pool", "owned-pool"])
 def test_zero_size_is_an_empty_buffer_and_leaves_no_status(device, stream, owned):
-    mr = _resources(device)[owned]
+    mr = _resource(device, owned)
     empty = mr.allocate(0, stream=stream)
     assert isinstance(empty, Buffer)
     assert empty.size == 0 and empty.handle == 0 and empty.memory_resource is mr
@@ -86,3 +88,4 @@ def test_size_classes_on_the_fast_path(device, stream):
         with pytest.raises(TypeError, match="size must be an int, not bool"):
             mr.allocate(size, stream=stream)
     stream.sync()
+    mr.close()

@@ -119,9 +119,17 @@ class _PoolStandIn:
 
 def test_pool_attributes_keep_an_owned_pool(monkeypatch):
     destroyed = []
-    monkeypatch.setattr(
-        _owned_pool._OwnedPool, "_destroy", lambda self, raise_errors: destroyed.append(1)
-    )
+    real_destroy = _owned_pool._OwnedPool._destroy
+
+    def destroy(self, raise_errors):
+        # Only the stand-in is counted: another test's pool that the
+        # collections below reclaim is destroyed for real.
+        if self is state:
+            destroyed.append(1)
+        else:
+            real_destroy(self, raise_errors)
+
+    monkeypatch.setattr(_owned_pool._OwnedPool, "_destroy", destroy)
     state = _owned_pool._OwnedPool(ffi.NULL, "DeviceMemoryResource")
     attrs = _MemPoolAttributes._init(_PoolStandIn(state))
     assert len(state.live) == 1

@@ -26,7 +26,7 @@ ROOT = pathlib.Path(CHECKOUT) / PACKAGE
 
 # Lowest first.  Names are relative to the package; "" is the package face.
 LAYERS = [
-    ("extension", ["_cuda_ffi"]),
+    ("extension", ["_cuda_ffi", "_ffi_types"]),
     (
         "registration slots, exceptions, loader, error layer, versions",
         ["_slots", "_errors", "_loader", "_version"],
